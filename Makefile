@@ -1,0 +1,41 @@
+# vigil — see README.md for every target.
+CC ?= gcc
+BUILD ?= build
+OPT ?= -O2
+WERROR ?=
+WARN := -Wall -Wextra -Wsign-compare -Wconversion -Wshadow -Wstrict-prototypes $(if $(WERROR),-Werror)
+CFLAGS_LIB := -std=gnu11 $(OPT) -g -fPIC -fvisibility=hidden -pthread $(WARN) \
+  -fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc -fno-builtin-free \
+  -fno-plt -ftls-model=initial-exec $(EXTRA_CFLAGS)
+SRCS := $(wildcard src/*.c)
+HDRS := $(wildcard src/*.h src/*.def)
+STD_OBJS := $(patsubst src/%.c,$(BUILD)/obj/std/%.o,$(SRCS))
+PFX_OBJS := $(patsubst src/%.c,$(BUILD)/obj/pfx/%.o,$(SRCS))
+DEPS_STAMP := $(BUILD)/.deps-build
+
+.PHONY: all check clean deps bench tests
+all: $(BUILD)/libvigil.so $(BUILD)/libvigil.a $(BUILD)/libvigil_prefixed.a
+
+# Install what the build needs (no-op when present); CI and fresh machines.
+$(DEPS_STAMP): ci/deps.sh
+	@bash ci/deps.sh build
+	@mkdir -p $(@D) && touch $@
+
+$(BUILD)/obj/std/%.o: src/%.c $(HDRS) | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_LIB) -c $< -o $@
+$(BUILD)/obj/pfx/%.o: src/%.c $(HDRS) | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_LIB) -DVIGIL_PREFIX -c $< -o $@
+
+$(BUILD)/libvigil.so: $(STD_OBJS)
+	$(CC) -shared -pthread -Wl,-soname,libvigil.so -Wl,-z,now -o $@ $^
+$(BUILD)/libvigil.a: $(STD_OBJS)
+	rm -f $@ && ar rcs $@ $^
+$(BUILD)/libvigil_prefixed.a: $(PFX_OBJS)
+	rm -f $@ && ar rcs $@ $^
+
+include tests/tests.mk
+
+clean:
+	rm -rf build build-*

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs the Debian packages vigil needs, by name, and nothing else.
+# Idempotent: packages already present are not touched, and when everything
+# is there it only runs dpkg-query (fast enough to call from every make target).
+#
+#   ci/deps.sh [build|check|bench|fuzz|all]...   (default: check)
+set -euo pipefail
+
+build=(gcc make clang binutils systemtap-sdt-dev libc6-dev)
+check=("${build[@]}" libclang-rt-14-dev llvm-14 valgrind strace python3 sqlite3 git perl
+       util-linux procps coreutils)
+bench=("${build[@]}" python3 libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
+       libclang-rt-14-dev gnuplot-nox hyperfine)
+fuzz=("${build[@]}" libclang-rt-14-dev libfuzzer-14-dev afl++ python3)
+
+want=()
+[ $# -eq 0 ] && set -- check
+for group in "$@"; do
+  case "$group" in
+    build) want+=("${build[@]}") ;;
+    check) want+=("${check[@]}") ;;
+    bench) want+=("${bench[@]}") ;;
+    fuzz)  want+=("${fuzz[@]}") ;;
+    all)   want+=("${check[@]}" "${bench[@]}" "${fuzz[@]}") ;;
+    *) echo "ci/deps.sh: unknown group '$group' (build, check, bench, fuzz, all)" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in $(printf '%s\n' "${want[@]}" | sort -u); do
+  st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+  [ "$st" = installed ] || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "ci/deps.sh: installing ${missing[*]}" >&2
+if [ "$(id -u)" -ne 0 ]; then
+  echo "ci/deps.sh: need root to install: apt-get install ${missing[*]}" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+# Refresh the lists only when apt has never fetched them, or the install fails.
+if ! ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1; then apt-get update -qq; fi
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+  { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }

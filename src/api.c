@@ -1,0 +1,223 @@
+/* The entry points.  glibc 2.36's observable semantics live here: NULL and
+ * errno for impossible requests, malloc(0), realloc(p, 0), the memalign
+ * family's alignment rules, and free keeping errno. */
+#include <errno.h>
+#include <unistd.h>
+
+#include "heap.h"
+
+/* vg_tl_busy is non-zero while this thread runs inside vigil: a fork from a
+ * signal handler that interrupted us then gives the child a fresh heap
+ * (fork.c).  Two plain TLS stores; no atomics. */
+#define ENTER() (vg_tl_busy++)
+#define LEAVE() (vg_tl_busy--)
+
+static inline unsigned perturb_byte(void) { return (unsigned)vg_option(OPT_perturb); }
+
+/* Smallest class that holds n bytes and whose slots are all aligned to
+ * `align` (every slot of a class whose size is a multiple of align is). */
+static unsigned aligned_class(size_t n, size_t align) {
+  unsigned c = size_class(n);
+  while (class_size(c) % align != 0) c++;
+  return c;
+}
+
+static NOINLINE void *alloc_slow(size_t n, size_t align, bool zero) {
+  if (n > PTRDIFF_MAX) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  struct heap *h = vg_heap_get();
+  if (h == NULL) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  void *p;
+  if (n <= VG_SMALL_MAX && align <= VG_PAGE) {
+    p = heap_alloc(h, align <= VG_ALIGN ? size_class(n) : aligned_class(n, align));
+  } else {
+    p = NULL;
+    if (n < vg_mmap_threshold()) p = vg_span_alloc(n, align);
+    if (p == NULL) return vg_large_alloc(n, align, zero);
+  }
+  if (p && zero) memset(p, 0, n);
+  return p;
+}
+
+static ALWAYS_INLINE void *alloc(size_t n) {
+  struct heap *h = vg_tl_heap;
+  if (likely(n <= VG_SMALL_MAX && h != NULL)) return heap_alloc(h, size_class(n));
+  return alloc_slow(n, VG_ALIGN, false);
+}
+
+void *vigil_malloc(size_t n) {
+  ENTER();
+  void *p = alloc(n);
+  if (unlikely(perturb_byte()) && p) memset(p, (int)(perturb_byte() ^ 0xff), n);
+  LEAVE();
+  return p;
+}
+
+/* Usable size of a live block; fatal for anything vigil did not hand out. */
+static size_t usable(void *p) {
+  struct page *pg = page_of(p);
+  if (pg == NULL) {
+    size_t n = vg_large_usable(p);
+    if (n == 0) vg_fatal(V_INVALID_POINTER, p);
+    return n;
+  }
+  if (pg->kind == PK_SMALL) {
+    uint32_t idx = slot_index(pg, p);
+    if (idx == UINT32_MAX) vg_fatal(V_INVALID_POINTER, p);
+    if (load_relaxed(&pg->owner) == vg_tl_heap && !(pg->bits[idx / 64] & slot_bit(idx)))
+      vg_fatal(V_DOUBLE_FREE, p);
+    return pg->bsize;
+  }
+  if (pg->kind == PK_SPAN && p == pg->start) return pg->bsize;
+  vg_fatal(V_INVALID_POINTER, p);
+}
+
+static NOINLINE void free_slow(void *p, struct page *pg) {
+  if (pg == NULL) {
+    if (!vg_large_free(p)) vg_fatal(V_INVALID_POINTER, p);
+  } else if (pg->kind == PK_SPAN && p == pg->start) {
+    vg_span_free(pg);
+  } else if (pg->kind == PK_FREE && ((uintptr_t)p % VG_ALIGN) == 0) {
+    /* Every block of a free page has been freed already. */
+    vg_fatal(V_DOUBLE_FREE, p);
+  } else {
+    vg_fatal(V_INVALID_POINTER, p);
+  }
+}
+
+void vigil_free(void *p) {
+  if (p == NULL) return;
+  ENTER();
+  struct page *pg = page_of(p);
+  if (unlikely(perturb_byte())) memset(p, (int)perturb_byte(), usable(p));
+  if (likely(pg != NULL && pg->kind == PK_SMALL)) small_free(pg, p, V_INVALID_POINTER);
+  else free_slow(p, pg);
+  LEAVE();
+}
+
+void *vigil_calloc(size_t nmemb, size_t size) {
+  size_t n;
+  if (__builtin_mul_overflow(nmemb, size, &n)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  ENTER();
+  void *p = alloc_slow(n, VG_ALIGN, true);
+  LEAVE();
+  return p;
+}
+
+void *vigil_realloc(void *p, size_t n) {
+  if (p == NULL) return vigil_malloc(n);
+  if (n == 0) {
+    /* glibc (REALLOC_ZERO_BYTES_FREES): free and return NULL. */
+    vigil_free(p);
+    return NULL;
+  }
+  if (n > PTRDIFF_MAX) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  ENTER();
+  size_t old = usable(p);
+  void *q = NULL;
+  /* Keep the block when the new size fits and wastes at most half. */
+  if (n <= old && (n > old / 2 || old <= 128)) {
+    q = p;
+  } else if (page_of(p) == NULL && n >= vg_mmap_threshold()) {
+    q = vg_large_realloc(p, n);
+  }
+  if (q == NULL) {
+    q = alloc_slow(n, VG_ALIGN, false);
+    if (q != NULL) {
+      memcpy(q, p, old < n ? old : n);
+      vigil_free(p);
+    }
+  }
+  LEAVE();
+  return q;
+}
+
+void *vigil_reallocarray(void *p, size_t nmemb, size_t size) {
+  size_t n;
+  if (__builtin_mul_overflow(nmemb, size, &n)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return vigil_realloc(p, n);
+}
+
+/* glibc's _mid_memalign: small alignments are plain malloc, absurd ones are
+ * EINVAL, and a non-power-of-two alignment is rounded up to one. */
+void *vigil_memalign(size_t align, size_t n) {
+  if (align <= VG_ALIGN) return vigil_malloc(n);
+  if (align > SIZE_MAX / 2 + 1) {
+    errno = EINVAL;
+    return NULL;
+  }
+  if (!is_pow2(align)) align = (size_t)1 << (64 - __builtin_clzll((unsigned long long)align));
+  ENTER();
+  void *p = alloc_slow(n, align, false);
+  LEAVE();
+  return p;
+}
+
+/* In glibc 2.36 aligned_alloc is memalign (2.38 started to reject
+ * non-power-of-two alignments). */
+void *vigil_aligned_alloc(size_t align, size_t n) { return vigil_memalign(align, n); }
+
+int vigil_posix_memalign(void **memptr, size_t align, size_t n) {
+  if (align % sizeof(void *) != 0 || !is_pow2(align / sizeof(void *)) || align == 0) return EINVAL;
+  int saved = errno;
+  void *p = vigil_memalign(align, n);
+  if (p == NULL) return ENOMEM;
+  errno = saved;
+  *memptr = p;
+  return 0;
+}
+
+void *vigil_valloc(size_t n) { return vigil_memalign(vg_os_page_size(), n); }
+
+void *vigil_pvalloc(size_t n) {
+  size_t ps = vg_os_page_size(), r;
+  if (__builtin_add_overflow(n, ps - 1, &r)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return vigil_memalign(ps, r & ~(ps - 1));
+}
+
+size_t vigil_malloc_usable_size(void *p) {
+  if (p == NULL) return 0;
+  ENTER();
+  size_t n = usable(p);
+  LEAVE();
+  return n;
+}
+
+int vigil_malloc_trim(size_t pad) {
+  (void)pad;
+  vg_init();
+  ENTER();
+  int r = vg_trim_all();
+  LEAVE();
+  return r;
+}
+
+VG_EXPORT_STD(malloc)
+VG_EXPORT_STD(free)
+VG_EXPORT_STD(calloc)
+VG_EXPORT_STD(realloc)
+VG_EXPORT_STD(reallocarray)
+VG_EXPORT_STD(memalign)
+VG_EXPORT_STD(aligned_alloc)
+VG_EXPORT_STD(posix_memalign)
+VG_EXPORT_STD(valloc)
+VG_EXPORT_STD(pvalloc)
+VG_EXPORT_STD(malloc_usable_size)
+VG_EXPORT_STD(malloc_trim)

@@ -1,0 +1,315 @@
+/* Arenas: the shared pools behind the thread heaps (segments, free page
+ * runs, abandoned pages), the heap pool, and the allocator's locks.
+ *
+ * The number of arenas comes from the CPUs the system has, never from the
+ * affinity mask (seed 001: glibc 2.34-2.38 counted the mask, so a pinned
+ * process with many threads shared a handful of arenas).  arena_max caps it. */
+#include <errno.h>
+
+#include "heap.h"
+
+/* ---- locks ----------------------------------------------------------------
+ * Every allocator lock blocks signals while held (the outermost one saves
+ * the mask).  A signal handler that calls fork() therefore never runs while
+ * its own thread holds an allocator lock, and the fork handlers can take
+ * them all (fork.c). */
+static __thread unsigned tl_lock_depth __attribute__((tls_model("initial-exec")));
+static __thread sigset_t tl_saved_mask __attribute__((tls_model("initial-exec")));
+
+void vg_lock(struct vg_lock *l) {
+  if (tl_lock_depth++ == 0) {
+    sigset_t all;
+    sigfillset(&all);
+    /* Synchronous faults must still be delivered. */
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGILL);
+    sigdelset(&all, SIGFPE);
+    sigdelset(&all, SIGTRAP);
+    sigdelset(&all, SIGABRT);
+    pthread_sigmask(SIG_BLOCK, &all, &tl_saved_mask);
+  }
+  pthread_mutex_lock(&l->m);
+}
+
+void vg_unlock(struct vg_lock *l) {
+  pthread_mutex_unlock(&l->m);
+  if (--tl_lock_depth == 0) pthread_sigmask(SIG_SETMASK, &tl_saved_mask, NULL);
+}
+
+void vg_lock_reinit(struct vg_lock *l) { pthread_mutex_init(&l->m, NULL); }
+
+/* In a fork child: the lock was held by this thread in the parent. */
+void vg_lock_reinit_held(struct vg_lock *l) {
+  vg_lock_reinit(l);
+  if (--tl_lock_depth == 0) pthread_sigmask(SIG_SETMASK, &tl_saved_mask, NULL);
+}
+
+/* ---- metadata memory: heaps and arenas, never freed -------------------- */
+struct vg_lock vg_meta_lock = {PTHREAD_MUTEX_INITIALIZER};
+static uint8_t *meta_cur, *meta_end;
+
+static void *meta_alloc(size_t size) {
+  size = align_up(size, 64);
+  vg_lock(&vg_meta_lock);
+  if ((size_t)(meta_end - meta_cur) < size) {
+    size_t chunk = size > VG_PAGE ? align_up(size, VG_PAGE) : VG_PAGE;
+    uint8_t *p = vg_os_map(NULL, chunk, 1);
+    if (p == NULL) {
+      vg_unlock(&vg_meta_lock);
+      return NULL;
+    }
+    meta_cur = p;
+    meta_end = p + chunk;
+  }
+  void *r = meta_cur;
+  meta_cur += size;
+  vg_unlock(&vg_meta_lock);
+  return r;
+}
+
+/* ---- arenas ---------------------------------------------------------------- */
+struct arena *vg_arenas[VG_ARENAS_MAX];
+_Atomic unsigned vg_narenas;
+static _Atomic unsigned next_arena;
+static unsigned cpu_count;
+
+unsigned vg_arena_count(void) {
+  if (cpu_count == 0) cpu_count = vg_os_cpu_count();
+  size_t n = vg_option(OPT_arena_max);
+  if (n == 0) n = cpu_count;
+  return n > VG_ARENAS_MAX ? VG_ARENAS_MAX : (unsigned)n;
+}
+
+/* Called with the heap pool lock held (lock order: pool, then arenas). */
+static struct arena *arena_get(unsigned i) {
+  if (vg_arenas[i] == NULL) {
+    struct arena *a = meta_alloc(sizeof *a);
+    if (a == NULL) return i > 0 ? arena_get(0) : NULL;
+    memset(a, 0, sizeof *a);
+    vg_lock_reinit(&a->lock);
+    a->index = i;
+    vg_arenas[i] = a;
+    if (i + 1 > load_relaxed(&vg_narenas)) store_relaxed(&vg_narenas, i + 1);
+  }
+  return vg_arenas[i];
+}
+
+/* Threads are spread round-robin. */
+static struct arena *arena_pick_locked(void) {
+  unsigned i = atomic_fetch_add_explicit(&next_arena, 1, memory_order_relaxed) % vg_arena_count();
+  struct arena *a = arena_get(i);
+  if (a) atomic_fetch_add_explicit(&a->threads, 1, memory_order_relaxed);
+  return a;
+}
+
+static void take_dirty(struct arena *a, struct segment *s, unsigned first, unsigned n) {
+  uint64_t mask = (n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1)) << first;
+  uint64_t was_dirty = s->dirty & mask & ~s->decommitted;
+  a->dirty -= (size_t)__builtin_popcountll(was_dirty) * VG_PAGE;
+  s->dirty &= ~mask;
+}
+
+/* A free run of n pages (aligned to align_pages) in arena a, mapping a new
+ * segment when none has room.  Returns the segment and sets *first. */
+static struct segment *arena_run(struct arena *a, unsigned n, unsigned align_pages, unsigned *first) {
+  for (struct segment *s = a->segs; s; s = s->next) {
+    int i = vg_segment_find_run(s, n, align_pages);
+    if (i >= 0) {
+      *first = (unsigned)i;
+      return s;
+    }
+  }
+  struct segment *s = vg_segment_new(a);
+  if (s == NULL) return NULL;
+  int i = vg_segment_find_run(s, n, align_pages);
+  if (i < 0) return NULL;
+  *first = (unsigned)i;
+  return s;
+}
+
+static bool claim_run(struct arena *a, struct segment *s, unsigned first, unsigned n) {
+  take_dirty(a, s, first, n);
+  if (s->decommitted & ((n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1)) << first)) {
+    if (!vg_commit_run(s, first, n)) return false;
+  }
+  return true;
+}
+
+struct page *vg_arena_page(struct arena *a, struct heap *h, unsigned cls) {
+  vg_lock(&a->lock);
+  struct page *pg = a->abandoned[cls];
+  if (pg != NULL) {
+    a->abandoned[cls] = pg->next;
+    if (pg->next) pg->next->prev = NULL;
+    pg->next = pg->prev = NULL;
+  } else {
+    unsigned first, n = class_pages(cls);
+    struct segment *s = arena_run(a, n, 1, &first);
+    if (s == NULL || !claim_run(a, s, first, n)) {
+      vg_unlock(&a->lock);
+      return NULL;
+    }
+    vg_page_init_small(s, first, cls);
+    pg = &s->pages[first];
+  }
+  atomic_store_explicit(&pg->owner, h, memory_order_release);
+  vg_unlock(&a->lock);
+  return pg;
+}
+
+/* Caller holds the arena lock. */
+void vg_arena_free_run(struct segment *s, unsigned first) {
+  struct arena *a = s->arena;
+  struct page *pg = &s->pages[first];
+  unsigned n = pg->npages;
+  for (unsigned i = 0; i < n; i++) s->pages[first + i].kind = PK_FREE;
+  uint64_t mask = (n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1)) << first;
+  s->used &= ~mask;
+  if (a->dirty == 0) a->dirty_since = vg_os_now_ns();
+  a->dirty += (size_t)__builtin_popcountll(mask & ~s->dirty & ~s->decommitted) * VG_PAGE;
+  s->dirty |= mask;
+  s->decommitted &= ~mask;
+  vg_decommit_after_free(a);
+}
+
+/* A block of a page no thread owns: freed under the arena lock. */
+void vg_arena_free_abandoned(struct page *pg, struct block *b) {
+  struct segment *s = segment_of_page(pg);
+  struct arena *a = s->arena;
+  vg_lock(&a->lock);
+  if (load_relaxed(&pg->owner) != NULL) {
+    /* Adopted since the caller looked. */
+    vg_unlock(&a->lock);
+    vg_heap_free_remote(pg, b);
+    return;
+  }
+  uint32_t idx = slot_index(pg, b);
+  if (pg->kind != PK_SMALL || idx == UINT32_MAX) vg_fatal(V_INVALID_POINTER, b);
+  if (!(pg->bits[idx / 64] & slot_bit(idx))) vg_fatal(V_DOUBLE_FREE, b);
+  pg->bits[idx / 64] &= ~slot_bit(idx);
+  b->next = encode(pg->free, b);
+  pg->free = b;
+  uint32_t used = load_relaxed(&pg->used) - 1;
+  store_relaxed(&pg->used, used);
+  if (used == 0) {
+    if (pg->prev) pg->prev->next = pg->next;
+    else a->abandoned[pg->cls] = pg->next;
+    if (pg->next) pg->next->prev = pg->prev;
+    pg->next = pg->prev = NULL;
+    vg_arena_free_run(s, page_index(s, pg));
+  }
+  vg_unlock(&a->lock);
+}
+
+/* Thread exit: the page leaves its heap.  Empty pages are freed, others wait
+ * on the arena's abandoned list for a heap to adopt them. */
+void vg_arena_abandon_page(struct page *pg) {
+  struct segment *s = segment_of_page(pg);
+  struct arena *a = s->arena;
+  vg_lock(&a->lock);
+  atomic_store_explicit(&pg->owner, NULL, memory_order_release);
+  if (load_relaxed(&pg->used) == 0) {
+    vg_arena_free_run(s, page_index(s, pg));
+  } else {
+    pg->prev = NULL;
+    pg->next = a->abandoned[pg->cls];
+    if (pg->next) pg->next->prev = pg;
+    a->abandoned[pg->cls] = pg;
+  }
+  vg_unlock(&a->lock);
+}
+
+/* ---- spans: page-multiple blocks between the small classes and the mmap
+ * threshold.  They never enter a thread heap. */
+void *vg_span_alloc(size_t size, size_t align) {
+  struct heap *h = vg_heap_get();
+  if (h == NULL) return NULL;
+  struct arena *a = h->arena;
+  size_t n = (size + VG_PAGE - 1) / VG_PAGE;
+  size_t ap = align > VG_PAGE ? align / VG_PAGE : 1;
+  if (n > VG_SEG_PAGES - VG_SEG_FIRST_PAGE || ap > VG_SEG_PAGES / 2) return NULL;
+  vg_lock(&a->lock);
+  unsigned first;
+  struct segment *s = arena_run(a, (unsigned)n, (unsigned)ap, &first);
+  if (s == NULL || !claim_run(a, s, first, (unsigned)n)) {
+    vg_unlock(&a->lock);
+    errno = ENOMEM;
+    return NULL;
+  }
+  vg_page_init_span(s, first, (unsigned)n);
+  vg_unlock(&a->lock);
+  return page_addr(s, first);
+}
+
+void vg_span_free(struct page *pg) {
+  struct segment *s = segment_of_page(pg);
+  struct arena *a = s->arena;
+  vg_lock(&a->lock);
+  if (pg->kind != PK_SPAN) vg_fatal(V_DOUBLE_FREE, pg->start);
+  vg_arena_free_run(s, page_index(s, pg));
+  vg_unlock(&a->lock);
+}
+
+/* ---- the heap pool ---------------------------------------------------------- */
+struct vg_lock vg_heap_pool_lock = {PTHREAD_MUTEX_INITIALIZER};
+struct heap *vg_all_heaps;
+static struct heap *free_heaps;
+static pthread_key_t exit_key;
+
+static void thread_exit(void *arg) {
+  struct heap *h = arg;
+  if (load_relaxed(&h->state) == HEAP_LIVE) vg_heap_abandon(h);
+}
+
+void vg_heap_pool_put(struct heap *h) {
+  vg_lock(&vg_heap_pool_lock);
+  store_relaxed(&h->state, HEAP_FREE);
+  h->next_free = free_heaps;
+  free_heaps = h;
+  vg_unlock(&vg_heap_pool_lock);
+}
+
+static struct heap *heap_new(void) {
+  vg_lock(&vg_heap_pool_lock);
+  struct heap *h = free_heaps;
+  if (h != NULL) {
+    free_heaps = h->next_free;
+  } else if ((h = meta_alloc(sizeof *h)) != NULL) {
+    h->next_all = vg_all_heaps;
+    vg_all_heaps = h;
+  }
+  if (h != NULL) {
+    for (unsigned c = 0; c < VG_NCLASSES; c++) {
+      h->cur[c] = &vg_empty_page;
+      h->avail[c] = NULL;
+    }
+    h->full = NULL;
+    h->next_free = NULL;
+    store_relaxed(&h->remote, 0);
+    h->arena = arena_pick_locked();
+    store_relaxed(&h->state, HEAP_LIVE);
+    if (h->arena == NULL) {
+      store_relaxed(&h->state, HEAP_FREE);
+      h->next_free = free_heaps;
+      free_heaps = h;
+      h = NULL;
+    }
+  }
+  vg_unlock(&vg_heap_pool_lock);
+  return h;
+}
+
+struct heap *vg_heap_get(void) {
+  struct heap *h = vg_tl_heap;
+  if (likely(h != NULL)) return h;
+  vg_init();
+  h = heap_new();
+  if (h == NULL) return NULL;
+  vg_tl_heap = h;
+  /* May allocate (keys past the first 32): the heap is already in place. */
+  pthread_setspecific(exit_key, h);
+  return h;
+}
+
+void vg_arena_init(void) { pthread_key_create(&exit_key, thread_exit); }

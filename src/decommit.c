@@ -1,0 +1,92 @@
+/* The one decommit policy, for every arena and thread alike.
+ *
+ * Free pages stay resident ("dirty") until either the arena holds more than
+ * trim_threshold dirty bytes, or the oldest has been dirty for decay_ms; then
+ * all of the arena's dirty pages go back at once and wholly free segments
+ * (but one) are unmapped.  Never on every free: glibc's per-thread heaps
+ * ignored the trim threshold and called madvise on every free (BZ 17195).
+ *
+ * Pages go back with MADV_DONTNEED (not MADV_FREE, which leaves RSS high),
+ * or, when overcommit_memory=2 (where MADV_DONTNEED does not lower the
+ * commit charge), by remapping them PROT_NONE.  Nothing relies on the
+ * returned memory reading as zero: qemu-user does not always zero it. */
+#include "internal.h"
+
+static int remap_mode;
+
+void vg_decommit_init(void) {
+  size_t m = vg_option(OPT_decommit);
+  remap_mode = m == DECOMMIT_REMAP || (m == DECOMMIT_AUTO && vg_os_overcommit_mode() == 2);
+}
+
+int vg_decommit_remap(void) { return remap_mode; }
+
+size_t vg_trim_threshold(void) { return vg_option(OPT_trim_threshold); }
+
+bool vg_commit_run(struct segment *s, unsigned first, unsigned n) {
+  uint64_t mask = (n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1)) << first;
+  if (remap_mode && (s->decommitted & mask)) {
+    if (vg_os_commit(page_addr(s, first), (size_t)n * VG_PAGE) != 0) return false;
+  }
+  s->decommitted &= ~mask;
+  return true;
+}
+
+/* Return every dirty page of the arena, one syscall per contiguous run, and
+ * unmap wholly free segments, keeping one unless `all`.  Caller holds the
+ * arena lock.  Returns whether anything was released. */
+int vg_decommit_arena(struct arena *a, bool all) {
+  int released = 0;
+  bool kept = false;
+  struct segment *next;
+  for (struct segment *s = a->segs; s; s = next) {
+    next = s->next;
+    if (s->used == VG_SEG_META_MASK && (all || kept)) {
+      vg_segment_release(s);
+      released = 1;
+      continue;
+    }
+    if (s->used == VG_SEG_META_MASK) kept = true;
+    uint64_t d = s->dirty & ~s->decommitted;
+    while (d) {
+      unsigned first = (unsigned)__builtin_ctzll(d);
+      /* Metadata pages are never dirty, so first > 0 and the shifted-in
+       * zeros end the run. */
+      unsigned n = (unsigned)__builtin_ctzll(~(d >> first));
+      vg_os_decommit(page_addr(s, first), (size_t)n * VG_PAGE, remap_mode);
+      VG_PROBE2(decommit, page_addr(s, first), (size_t)n * VG_PAGE);
+      uint64_t mask = (n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1)) << first;
+      s->decommitted |= mask;
+      d &= ~mask;
+      released = 1;
+    }
+    s->dirty = 0;
+  }
+  a->dirty = 0;
+  return released;
+}
+
+void vg_decommit_after_free(struct arena *a) {
+  size_t decay = vg_option(OPT_decay_ms);
+  if (a->dirty > vg_trim_threshold() ||
+      (a->dirty > 0 && vg_os_now_ns() - a->dirty_since >= (uint64_t)decay * 1000000u))
+    vg_decommit_arena(a, false);
+}
+
+/* malloc_trim: everything that can go back, goes back now. */
+int vg_trim_all(void) {
+  int released = 0;
+  struct heap *h = vg_tl_heap;
+  if (h) vg_heap_drain(h);
+  unsigned n = load_relaxed(&vg_narenas);
+  for (unsigned i = 0; i < n; i++) {
+    struct arena *a = vg_arenas[i];
+    if (a == NULL) continue;
+    vg_lock(&a->lock);
+    released |= vg_decommit_arena(a, true);
+    vg_unlock(&a->lock);
+  }
+  released |= vg_large_trim();
+  VG_PROBE1(trim, released);
+  return released;
+}

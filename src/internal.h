@@ -1,0 +1,292 @@
+/* vigil's shared types and the inline checks that state their invariants.
+ *
+ * Memory map of a segment (VG_SEG = 4 MiB, aligned, VG_PAGE = 64 KiB pages):
+ *
+ *   page 0      guard (PROT_NONE)       catches overflows from the segment below
+ *   page 1      struct segment          out-of-band metadata: page descriptors,
+ *                                       allocation bitmaps
+ *   page 2      guard (PROT_NONE)       catches underflows from page 3
+ *   page 3..63  user memory             runs of pages: small-class pages or spans
+ *
+ * Any pointer finds its segment by masking and is then validated: the
+ * segment must be in the registry (a bitmap over the address space), the page
+ * must be in use, and the offset must fall on a slot boundary.
+ *
+ * Allocation call tree:
+ *   malloc -> heap_alloc (thread heap, no lock, no atomic)
+ *             `-> vg_heap_alloc_slow: drain remote frees, extend the page,
+ *                 next page of the class, or vg_arena_page (arena lock)
+ *          -> vg_span_alloc  (64 KiB < size < mmap threshold; arena lock)
+ *          -> vg_large_alloc (own mapping with guard pages; large lock)
+ */
+#ifndef VIGIL_INTERNAL_H
+#define VIGIL_INTERNAL_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "arch.h"
+#include "options.h"
+#include "os.h"
+#include "vigil.h"
+
+/* In the standard build each vigil_ entry point is also exported under its
+ * standard name; the prefixed build exports only the vigil_ names. */
+#ifdef VIGIL_PREFIX
+#define VG_EXPORT_STD(name)
+#else
+#define VG_EXPORT_STD(name) \
+  extern __typeof(vigil_##name) name __attribute__((alias("vigil_" #name), visibility("default")));
+#endif
+
+/* ---- size classes (page.c) --------------------------------------------- */
+/* 16..128 in steps of 16, then four classes per doubling up to 64 KiB. */
+#define VG_NCLASSES 44u
+#define VG_SMALL_MAX ((size_t)64 << 10)
+#define VG_BITMAP_WORDS (VG_PAGE / VG_ALIGN / 64)
+
+static ALWAYS_INLINE unsigned size_class(size_t n) {
+  if (n <= 128) return n ? (unsigned)((n - 1) >> 4) : 0;
+  unsigned k = 63u - (unsigned)__builtin_clzll((unsigned long long)(n - 1));
+  return 8u + (k - 7u) * 4u + (unsigned)(((n - 1) >> (k - 2u)) & 3u);
+}
+static inline size_t class_size(unsigned c) {
+  if (c < 8) return (size_t)(c + 1) * 16u;
+  unsigned g = (c - 8) / 4, r = (c - 8) % 4;
+  return ((size_t)1 << (7 + g)) + ((size_t)(r + 1) << (5 + g));
+}
+/* Pages in one run of class c: enough for at least 8 blocks. */
+static inline unsigned class_pages(unsigned c) {
+  unsigned n = 1;
+  while (n * VG_PAGE / class_size(c) < 8) n *= 2;
+  return n;
+}
+
+/* ---- pages and segments (page.c, segment.c) ---------------------------- */
+enum page_kind { PK_FREE, PK_META, PK_SMALL, PK_SPAN, PK_TAIL };
+
+struct block {
+  uintptr_t next; /* encoded: see encode() */
+};
+
+struct heap;
+struct arena;
+
+struct page {
+  struct block *free;    /* owner's free list */
+  _Atomic uint32_t used; /* blocks out of this page, remote frees in flight included */
+  uint32_t capacity;     /* slots in the run */
+  uint32_t reserved;     /* slots ever put on the free list (lazy extension) */
+  uint32_t bsize;        /* block size; for a span, its length */
+  uint32_t magic;        /* ceil(2^32 / bsize): slot index without a division */
+  uint8_t kind;          /* enum page_kind */
+  uint8_t cls;
+  uint8_t npages;  /* run length, in pages */
+  uint8_t head;    /* PK_TAIL: index of the run's first page */
+  uint8_t in_full; /* on the heap's full list */
+  uint8_t align_pad[3];
+  _Atomic(struct heap *) owner; /* NULL: abandoned, guarded by the arena lock */
+  struct page *next, *prev;     /* heap class list / full list, or arena abandoned list */
+  uint8_t *start;
+  uint64_t bits[VG_BITMAP_WORDS]; /* 1 = slot allocated (exact double-free detection) */
+};
+
+struct segment {
+  uintptr_t cookie; /* vg_secret ^ address: a forged header does not match */
+  struct arena *arena;
+  struct segment *next, *prev; /* arena's segment list */
+  uint64_t used;               /* bit i: page i is part of a live run (or metadata) */
+  uint64_t dirty;              /* bit i: free page whose memory may be resident */
+  uint64_t decommitted;        /* bit i: free page returned to the OS */
+  struct page pages[VG_SEG_PAGES];
+};
+
+#define VG_SEG_META_OFFSET VG_MAX_OS_PAGE
+#define VG_SEG_FIRST_PAGE 3u
+#define VG_SEG_META_MASK ((uint64_t)7)
+static_assert(sizeof(struct segment) <= VG_MAX_OS_PAGE, "segment header fits its guarded page");
+static_assert(VG_SEG_FIRST_PAGE * VG_PAGE == 3 * VG_MAX_OS_PAGE, "layout above");
+
+extern uintptr_t vg_secret;
+
+/* The registry: one bit per VG_SEG of address space. */
+#define VG_REGISTRY_WORDS (((size_t)1 << (VG_ADDR_BITS - VG_SEG_SHIFT)) / 64)
+extern _Atomic uint64_t vg_registry[VG_REGISTRY_WORDS];
+
+static ALWAYS_INLINE struct segment *segment_of(const void *p) {
+  uintptr_t a = (uintptr_t)p;
+  uintptr_t idx = a >> VG_SEG_SHIFT;
+  if (unlikely(idx >= VG_REGISTRY_WORDS * 64)) return NULL;
+  uint64_t w = load_relaxed(&vg_registry[idx / 64]);
+  if (!(w & ((uint64_t)1 << (idx % 64)))) return NULL;
+  return (struct segment *)(align_down(a, VG_SEG) + VG_SEG_META_OFFSET);
+}
+static ALWAYS_INLINE uintptr_t segment_base(const struct segment *s) {
+  return (uintptr_t)s - VG_SEG_META_OFFSET;
+}
+static ALWAYS_INLINE uint8_t *page_addr(struct segment *s, unsigned i) {
+  return (uint8_t *)(segment_base(s) + (uintptr_t)i * VG_PAGE);
+}
+static ALWAYS_INLINE unsigned page_index(struct segment *s, struct page *pg) {
+  return (unsigned)(pg - s->pages);
+}
+/* Page descriptors live inside their segment's header. */
+static ALWAYS_INLINE struct segment *segment_of_page(const struct page *pg) {
+  return (struct segment *)(align_down((uintptr_t)pg, VG_SEG) + VG_SEG_META_OFFSET);
+}
+
+/* Safe-linking: a free-list link is stored XOR the process secret and the
+ * address it is stored at, so a leaked or overwritten link is useless. */
+static ALWAYS_INLINE uintptr_t encode(const void *next, const void *at) {
+  return (uintptr_t)next ^ vg_secret ^ ((uintptr_t)at >> 12);
+}
+static ALWAYS_INLINE struct block *decode(uintptr_t v, const void *at) {
+  return (struct block *)(v ^ vg_secret ^ ((uintptr_t)at >> 12));
+}
+
+/* Slot index of p in page pg, or UINT32_MAX when p is not on a slot boundary
+ * of the run. */
+static ALWAYS_INLINE uint32_t slot_index(const struct page *pg, const void *p) {
+  uintptr_t off = (uintptr_t)p - (uintptr_t)pg->start;
+  if (unlikely(off >= (uintptr_t)pg->capacity * pg->bsize)) return UINT32_MAX;
+  uint32_t idx = (uint32_t)(((uint64_t)off * pg->magic) >> 32);
+  if (unlikely((uintptr_t)idx * pg->bsize != off)) return UINT32_MAX;
+  return idx;
+}
+static ALWAYS_INLINE uint64_t slot_bit(uint32_t idx) { return (uint64_t)1 << (idx % 64); }
+
+/* ---- the fatal path (report.c) ----------------------------------------- */
+enum violation {
+  V_DOUBLE_FREE,
+  V_INVALID_POINTER,
+  V_CORRUPT_FREELIST,
+  V_CORRUPT_REMOTE,
+  V_CORRUPT_METADATA,
+  V_CORRUPT_LARGE,
+  V_COUNT
+};
+_Noreturn void vg_fatal(enum violation v, const void *p) HIDDEN;
+extern _Atomic int vg_unusable; /* set by vg_fatal: the heap is not to be trusted */
+
+/* ---- locks (arena.c): signals are blocked while any allocator lock is
+ * held, so a signal handler that forks never finds its own thread holding
+ * one (see fork.c). */
+struct vg_lock {
+  pthread_mutex_t m;
+};
+void vg_lock(struct vg_lock *l) HIDDEN;
+void vg_unlock(struct vg_lock *l) HIDDEN;
+void vg_lock_reinit(struct vg_lock *l) HIDDEN;
+void vg_lock_reinit_held(struct vg_lock *l) HIDDEN; /* fork child */
+extern struct vg_lock vg_meta_lock;
+
+/* ---- thread heaps (heap.c) --------------------------------------------- */
+#define VG_REMOTE_CLOSED ((uintptr_t)1)
+enum heap_state { HEAP_FREE, HEAP_LIVE, HEAP_ORPHANED };
+
+struct heap {
+  struct page *cur[VG_NCLASSES];   /* page to allocate from; &vg_empty_page if none */
+  struct page *avail[VG_NCLASSES]; /* pages of the class that may have room */
+  struct page *full;               /* pages with no room; any class */
+  _Atomic uintptr_t remote;        /* blocks freed by other threads; VG_REMOTE_CLOSED once abandoned */
+  struct arena *arena;
+  struct heap *next_free; /* pool free list */
+  struct heap *next_all;  /* every heap ever made, for stats and fork */
+  _Atomic int state;      /* enum heap_state */
+};
+
+extern struct page vg_empty_page;
+extern __thread struct heap *vg_tl_heap __attribute__((tls_model("initial-exec")));
+extern __thread unsigned vg_tl_busy __attribute__((tls_model("initial-exec")));
+
+void *vg_heap_alloc_slow(struct heap *h, unsigned cls) HIDDEN;
+void vg_heap_page_refill(struct heap *h, struct page *pg) HIDDEN;
+void vg_heap_page_empty(struct heap *h, struct page *pg) HIDDEN;
+void vg_heap_free_remote(struct page *pg, struct block *b) HIDDEN;
+void vg_heap_drain(struct heap *h) HIDDEN;
+void vg_heap_abandon(struct heap *h) HIDDEN;
+struct heap *vg_heap_get(void) HIDDEN; /* this thread's heap, made on first use */
+
+/* ---- arenas (arena.c) ---------------------------------------------------- */
+#define VG_ARENAS_MAX 1024u
+struct arena {
+  struct vg_lock lock;
+  struct segment *segs;
+  struct page *abandoned[VG_NCLASSES];
+  size_t dirty;          /* bytes in free pages not yet returned */
+  uint64_t dirty_since;  /* when dirty last became non-zero */
+  size_t mapped;         /* bytes in this arena's segments */
+  unsigned index;
+  _Atomic unsigned threads; /* heaps attached */
+};
+extern struct arena *vg_arenas[VG_ARENAS_MAX];
+extern _Atomic unsigned vg_narenas; /* arenas created so far */
+unsigned vg_arena_count(void) HIDDEN; /* arenas threads are spread over */
+struct arena *vg_arena_pick(void) HIDDEN;
+struct page *vg_arena_page(struct arena *a, struct heap *h, unsigned cls) HIDDEN;
+void vg_arena_free_run(struct segment *s, unsigned first) HIDDEN; /* caller holds arena lock */
+void vg_arena_free_abandoned(struct page *pg, struct block *b) HIDDEN;
+void vg_arena_abandon_page(struct page *pg) HIDDEN;
+void *vg_span_alloc(size_t size, size_t align) HIDDEN;
+void vg_span_free(struct page *pg) HIDDEN;
+struct heap *vg_heap_pool_get(void) HIDDEN;
+void vg_heap_pool_put(struct heap *h) HIDDEN;
+extern struct heap *vg_all_heaps;
+extern struct vg_lock vg_heap_pool_lock;
+
+/* ---- segments (segment.c) ------------------------------------------------ */
+struct segment *vg_segment_new(struct arena *a) HIDDEN; /* caller holds a->lock */
+void vg_segment_release(struct segment *s) HIDDEN;
+int vg_segment_find_run(struct segment *s, unsigned n, unsigned align_pages) HIDDEN;
+void vg_page_init_small(struct segment *s, unsigned first, unsigned cls) HIDDEN;
+void vg_page_init_span(struct segment *s, unsigned first, unsigned n) HIDDEN;
+void vg_page_extend(struct page *pg) HIDDEN;
+extern _Atomic size_t vg_segments_mapped, vg_segments_total;
+
+/* ---- decommit policy (decommit.c) ---------------------------------------- */
+void vg_decommit_after_free(struct arena *a) HIDDEN; /* caller holds a->lock */
+int vg_decommit_arena(struct arena *a, bool all) HIDDEN; /* purge; caller holds lock */
+int vg_decommit_remap(void) HIDDEN;
+int vg_trim_all(void) HIDDEN;
+size_t vg_trim_threshold(void) HIDDEN;
+bool vg_commit_run(struct segment *s, unsigned first, unsigned n) HIDDEN;
+
+/* ---- large blocks (large.c) ---------------------------------------------- */
+void *vg_large_alloc(size_t size, size_t align, bool zero) HIDDEN;
+bool vg_large_free(void *p) HIDDEN; /* false: p is not a large block */
+size_t vg_large_usable(const void *p) HIDDEN; /* 0: not a large block */
+void *vg_large_realloc(void *p, size_t size) HIDDEN;
+size_t vg_mmap_threshold(void) HIDDEN;
+int vg_large_trim(void) HIDDEN;
+extern struct vg_lock vg_large_lock;
+struct vg_large_stats {
+  size_t blocks, bytes, cached, cached_bytes;
+};
+void vg_large_stats(struct vg_large_stats *st) HIDDEN;
+
+/* ---- bootstrap and fork (init.c, fork.c) --------------------------------- */
+extern _Atomic int vg_ready;
+void vg_init_slow(void) HIDDEN;
+static ALWAYS_INLINE void vg_init(void) {
+  if (unlikely(!load_acquire(&vg_ready))) vg_init_slow();
+}
+void vg_fork_register(void) HIDDEN;
+void vg_arena_init(void) HIDDEN;
+void vg_decommit_init(void) HIDDEN;
+
+/* ---- probes --------------------------------------------------------------- */
+#if defined(__has_include)
+#if __has_include(<sys/sdt.h>) && !defined(VIGIL_NO_SDT)
+#include <sys/sdt.h>
+#define VG_PROBE1(name, a) DTRACE_PROBE1(vigil, name, a)
+#define VG_PROBE2(name, a, b) DTRACE_PROBE2(vigil, name, a, b)
+#endif
+#endif
+#ifndef VG_PROBE1
+#define VG_PROBE1(name, a) ((void)(a))
+#define VG_PROBE2(name, a, b) ((void)(a), (void)(b))
+#endif
+
+#endif

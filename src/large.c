@@ -1,0 +1,246 @@
+/* Large blocks: each in its own mapping between two guard pages, found
+ * through a hash table (never through in-band headers), with a small cache of
+ * freed mappings and glibc's self-adjusting mmap threshold.  They never enter
+ * a thread heap (seed 003).  Syscalls run outside the lock. */
+#include <errno.h>
+
+#include "internal.h"
+
+#define CACHE_SLOTS 16u
+#define THRESHOLD_MAX ((size_t)32 << 20)
+
+struct large {
+  uintptr_t user; /* 0: empty slot */
+  uint8_t *map;
+  size_t maplen, ulen;
+};
+
+struct vg_lock vg_large_lock = {PTHREAD_MUTEX_INITIALIZER};
+static struct large *table;
+static size_t table_cap, table_count, live_bytes;
+static struct large cache[CACHE_SLOTS];
+static unsigned ncache;
+static size_t cache_bytes;
+
+size_t vg_mmap_threshold(void) { return vg_option(OPT_mmap_threshold); }
+
+static size_t slot_of(uintptr_t user) {
+  return (size_t)(((user >> 12) * 0x9E3779B97F4A7C15ull) >> 20) & (table_cap - 1);
+}
+
+static struct large *find(uintptr_t user) {
+  if (table_cap == 0) return NULL;
+  for (size_t i = slot_of(user);; i = (i + 1) & (table_cap - 1)) {
+    if (table[i].user == user) return &table[i];
+    if (table[i].user == 0) return NULL;
+  }
+}
+
+static void put(struct large e) {
+  size_t i = slot_of(e.user);
+  while (table[i].user != 0) i = (i + 1) & (table_cap - 1);
+  table[i] = e;
+  table_count++;
+}
+
+/* Backward-shift deletion keeps probe chains intact without tombstones. */
+static void remove_entry(struct large *e) {
+  size_t i = (size_t)(e - table), j = i;
+  table[i].user = 0;
+  table_count--;
+  for (;;) {
+    j = (j + 1) & (table_cap - 1);
+    if (table[j].user == 0) return;
+    size_t home = slot_of(table[j].user);
+    bool movable = i <= j ? (home <= i || home > j) : (home <= i && home > j);
+    if (movable) {
+      table[i] = table[j];
+      table[j].user = 0;
+      i = j;
+    }
+  }
+}
+
+/* Caller holds the lock.  Grows the table so one more entry fits. */
+static bool reserve_one(void) {
+  if ((table_count + 1) * 2 <= table_cap) return true;
+  size_t ncap = table_cap ? table_cap * 2 : 1024;
+  struct large *old = table, *nt = vg_os_map(NULL, ncap * sizeof *nt, 1);
+  if (nt == NULL) return false;
+  size_t ocap = table_cap;
+  table = nt;
+  table_cap = ncap;
+  table_count = 0;
+  for (size_t i = 0; i < ocap; i++)
+    if (old[i].user) put(old[i]);
+  if (old) vg_os_unmap(old, ocap * sizeof *old);
+  return true;
+}
+
+static bool publish(struct large e) {
+  vg_lock(&vg_large_lock);
+  bool ok = reserve_one();
+  if (ok) {
+    put(e);
+    live_bytes += e.ulen;
+  }
+  vg_unlock(&vg_large_lock);
+  return ok;
+}
+
+void *vg_large_alloc(size_t size, size_t align, bool zero) {
+  size_t ps = vg_os_page_size();
+  if (size > PTRDIFF_MAX - 4 * ps || align > PTRDIFF_MAX / 2) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  size_t ulen = align_up(size ? size : 1, ps);
+  if (align <= ps) {
+    /* Best fit from the cache, within 25% of the size. */
+    vg_lock(&vg_large_lock);
+    int best = -1;
+    for (unsigned i = 0; i < ncache; i++)
+      if (cache[i].ulen >= ulen && cache[i].ulen - ulen <= ulen / 4 &&
+          (best < 0 || cache[i].ulen < cache[best].ulen))
+        best = (int)i;
+    if (best >= 0 && reserve_one()) {
+      struct large e = cache[best];
+      cache[best] = cache[--ncache];
+      cache_bytes -= e.ulen;
+      put(e);
+      live_bytes += e.ulen;
+      vg_unlock(&vg_large_lock);
+      if (zero) memset((void *)e.user, 0, size);
+      return (void *)e.user;
+    }
+    vg_unlock(&vg_large_lock);
+  }
+  size_t slack = align > ps ? align - ps : 0;
+  size_t maplen = ulen + 2 * ps + slack;
+  uint8_t *map = vg_os_map(NULL, maplen, 1);
+  if (map == NULL) return NULL;
+  uint8_t *user = (uint8_t *)align_up((uintptr_t)map + ps, align > ps ? align : ps);
+  vg_os_protect(map, (size_t)(user - map), 0);
+  vg_os_protect(user + ulen, (size_t)(map + maplen - (user + ulen)), 0);
+  struct large e = {(uintptr_t)user, map, maplen, ulen};
+  if (!publish(e)) {
+    vg_os_unmap(map, maplen);
+    errno = ENOMEM;
+    return NULL;
+  }
+  return user;
+}
+
+/* glibc's dynamic threshold: freeing a mapped block larger than the
+ * threshold (up to 32 MiB) raises it to that size and the trim threshold to
+ * twice that, so alloc/free loops stop mapping and unmapping. */
+static void adjust_thresholds(size_t ulen) {
+  if (load_relaxed(&vg_opt_thresholds_fixed)) return;
+  if (ulen > vg_mmap_threshold() && ulen <= THRESHOLD_MAX) {
+    store_relaxed(&vg_opt_value[OPT_mmap_threshold], ulen);
+    store_relaxed(&vg_opt_value[OPT_trim_threshold], 2 * ulen);
+    VG_PROBE2(threshold, ulen, 2 * ulen);
+  }
+}
+
+bool vg_large_free(void *p) {
+  struct large evict[CACHE_SLOTS + 1];
+  unsigned nevict = 0;
+  vg_lock(&vg_large_lock);
+  struct large *f = find((uintptr_t)p);
+  if (f == NULL) {
+    vg_unlock(&vg_large_lock);
+    return false;
+  }
+  struct large e = *f;
+  remove_entry(f);
+  live_bytes -= e.ulen;
+  adjust_thresholds(e.ulen);
+  size_t limit = vg_option(OPT_large_cache);
+  bool plain = e.user == (uintptr_t)e.map + vg_os_page_size();
+  if (plain && e.ulen <= limit) {
+    while (ncache == CACHE_SLOTS || cache_bytes + e.ulen > limit) {
+      evict[nevict++] = cache[0];
+      cache_bytes -= cache[0].ulen;
+      memmove(&cache[0], &cache[1], --ncache * sizeof cache[0]);
+    }
+    cache[ncache++] = e;
+    cache_bytes += e.ulen;
+  } else {
+    evict[nevict++] = e;
+  }
+  vg_unlock(&vg_large_lock);
+  for (unsigned i = 0; i < nevict; i++) vg_os_unmap(evict[i].map, evict[i].maplen);
+  return true;
+}
+
+size_t vg_large_usable(const void *p) {
+  vg_lock(&vg_large_lock);
+  struct large *e = find((uintptr_t)p);
+  size_t n = e ? e->ulen : 0;
+  vg_unlock(&vg_large_lock);
+  return n;
+}
+
+/* Resize with mremap: shrink in place (a new guard, the rest unmapped), or
+ * move the pages into a fresh guarded reservation without copying.  Returns
+ * NULL when the caller should fall back to allocate-copy-free. */
+void *vg_large_realloc(void *p, size_t size) {
+  size_t ps = vg_os_page_size();
+  if (size > PTRDIFF_MAX - 4 * ps) return NULL;
+  vg_lock(&vg_large_lock);
+  struct large *f = find((uintptr_t)p);
+  if (f == NULL) vg_fatal(V_INVALID_POINTER, p);
+  struct large e = *f;
+  vg_unlock(&vg_large_lock);
+  uint8_t *user = (uint8_t *)e.user, *end = e.map + e.maplen;
+  size_t nlen = align_up(size, ps);
+  struct large n = e;
+  if (nlen == e.ulen) return p;
+  if (nlen < e.ulen) {
+    if (vg_os_protect(user + nlen, ps, 0) != 0) return NULL;
+    vg_os_unmap(user + nlen + ps, (size_t)(end - (user + nlen + ps)));
+    n.ulen = nlen;
+    n.maplen = (size_t)(user + nlen + ps - e.map);
+  } else {
+    uint8_t *r = vg_os_map(NULL, nlen + 2 * ps, 0);
+    if (r == NULL) return NULL;
+    if (vg_os_remap(user, e.ulen, nlen, r + ps) == NULL) {
+      vg_os_unmap(r, nlen + 2 * ps);
+      return NULL;
+    }
+    vg_os_unmap(e.map, (size_t)(user - e.map));
+    vg_os_unmap(user + e.ulen, (size_t)(end - (user + e.ulen)));
+    n = (struct large){(uintptr_t)(r + ps), r, nlen + 2 * ps, nlen};
+  }
+  vg_lock(&vg_large_lock);
+  f = find(e.user);
+  if (f == NULL) vg_fatal(V_CORRUPT_LARGE, p);
+  remove_entry(f);
+  put(n); /* cannot grow: one entry out, one in */
+  live_bytes = live_bytes - e.ulen + n.ulen;
+  vg_unlock(&vg_large_lock);
+  VG_PROBE2(large_remap, e.ulen, n.ulen);
+  return (void *)n.user;
+}
+
+int vg_large_trim(void) {
+  struct large evict[CACHE_SLOTS];
+  vg_lock(&vg_large_lock);
+  unsigned n = ncache;
+  memcpy(evict, cache, n * sizeof cache[0]);
+  ncache = 0;
+  cache_bytes = 0;
+  vg_unlock(&vg_large_lock);
+  for (unsigned i = 0; i < n; i++) vg_os_unmap(evict[i].map, evict[i].maplen);
+  return n > 0;
+}
+
+void vg_large_stats(struct vg_large_stats *st) {
+  vg_lock(&vg_large_lock);
+  st->blocks = table_count;
+  st->bytes = live_bytes;
+  st->cached = ncache;
+  st->cached_bytes = cache_bytes;
+  vg_unlock(&vg_large_lock);
+}

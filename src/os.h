@@ -1,0 +1,49 @@
+/* The OS seam: the only interface through which vigil reaches the kernel.
+ * os_linux.c is the only file that calls mmap, munmap, madvise, mprotect,
+ * mremap, getrandom or reads /proc and /sys.  Contract for every function:
+ *   - it never allocates and takes no allocator lock;
+ *   - functions used on free paths (unmap, decommit) preserve errno;
+ *   - failures return NULL / -1 and leave errno as the kernel set it. */
+#ifndef VIGIL_OS_H
+#define VIGIL_OS_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+size_t vg_os_page_size(void);  /* read at run time: 4, 16 or 64 KiB */
+/* Anonymous private mapping.  rw=0 reserves address space only. */
+void *vg_os_map(void *hint, size_t len, int rw);
+/* A mapping of `len` bytes aligned to `align` (a power of two). */
+void *vg_os_map_aligned(size_t len, size_t align, int rw);
+void vg_os_unmap(void *p, size_t len);
+int vg_os_protect(void *p, size_t len, int rw);
+/* Return memory to the OS.  remap=0: MADV_DONTNEED (contents become
+ * unspecified: qemu-user may not zero them).  remap=1: replace with a fresh
+ * PROT_NONE mapping, which also drops the commit charge; vg_os_commit() must
+ * then run before the range is used again. */
+void vg_os_decommit(void *p, size_t len, int remap);
+int vg_os_commit(void *p, size_t len);
+/* mremap: MREMAP_MAYMOVE, or MREMAP_FIXED to `dest` when dest != NULL. */
+void *vg_os_remap(void *old, size_t oldlen, size_t newlen, void *dest);
+int vg_os_random(void *buf, size_t n);
+/* CPUs the system has (/sys/devices/system/cpu/possible): never the
+ * affinity mask, which glibc 2.34-2.38 used to its cost (seed 001). */
+unsigned vg_os_cpu_count(void);
+/* /proc/sys/vm/overcommit_memory, or 0 when unreadable. */
+int vg_os_overcommit_mode(void);
+uint64_t vg_os_now_ns(void);
+void vg_os_write_err(const char *s, size_t n);
+const char *vg_os_getenv(const char *name);
+
+/* Parsers behind the two readers above, exposed for unit tests. */
+unsigned vg_os_parse_cpu_list(const char *s);
+int vg_os_parse_overcommit(const char *s);
+
+/* Syscall counters: tests check that free paths stay O(1) in syscalls. */
+struct vg_os_counts {
+  _Atomic unsigned long map, unmap, madvise, protect, remap;
+};
+extern struct vg_os_counts vg_os_counts;
+
+#endif

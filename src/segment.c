@@ -1,0 +1,88 @@
+/* Segments: aligned 4 MiB reservations with out-of-band metadata between two
+ * guard regions, and the registry that tells a vigil pointer from any other. */
+#include <errno.h>
+
+#include "internal.h"
+
+/* One bit per VG_SEG of address space.  It lives in .bss: untouched words
+ * cost no memory.  Writers are the arena that maps or releases the segment;
+ * readers (free, realloc, usable_size) use relaxed loads: a pointer reached
+ * the reader through some synchronisation after the segment was published. */
+_Atomic uint64_t vg_registry[VG_REGISTRY_WORDS];
+_Atomic size_t vg_segments_mapped, vg_segments_total;
+
+static void registry_set(uintptr_t base, bool on) {
+  uintptr_t idx = base >> VG_SEG_SHIFT;
+  uint64_t bit = (uint64_t)1 << (idx % 64);
+  if (on) atomic_fetch_or_explicit(&vg_registry[idx / 64], bit, memory_order_release);
+  else atomic_fetch_and_explicit(&vg_registry[idx / 64], ~bit, memory_order_release);
+}
+
+struct segment *vg_segment_new(struct arena *a) {
+  bool remap = vg_decommit_remap();
+  uint8_t *base = vg_os_map_aligned(VG_SEG, VG_SEG, !remap);
+  if (base == NULL) return NULL;
+  if (((uintptr_t)base >> VG_SEG_SHIFT) >= VG_REGISTRY_WORDS * 64) {
+    /* Outside the address range the registry covers: unusable. */
+    vg_os_unmap(base, VG_SEG);
+    errno = ENOMEM;
+    return NULL;
+  }
+  /* Guards before and after the metadata.  Under remap-decommit the whole
+   * reservation starts PROT_NONE and uncharged; only what is used gets
+   * committed. */
+  if (remap) {
+    if (vg_os_commit(base + VG_SEG_META_OFFSET, VG_MAX_OS_PAGE) != 0) {
+      vg_os_unmap(base, VG_SEG);
+      errno = ENOMEM;
+      return NULL;
+    }
+  } else {
+    vg_os_protect(base, VG_MAX_OS_PAGE, 0);
+    vg_os_protect(base + 2 * VG_MAX_OS_PAGE, VG_MAX_OS_PAGE, 0);
+  }
+  struct segment *s = (struct segment *)(base + VG_SEG_META_OFFSET);
+  s->cookie = vg_secret ^ (uintptr_t)s;
+  s->arena = a;
+  s->used = VG_SEG_META_MASK;
+  s->dirty = 0;
+  s->decommitted = remap ? ~VG_SEG_META_MASK : 0;
+  for (unsigned i = 0; i < VG_SEG_FIRST_PAGE; i++) s->pages[i].kind = PK_META;
+  s->prev = NULL;
+  s->next = a->segs;
+  if (a->segs) a->segs->prev = s;
+  a->segs = s;
+  a->mapped += VG_SEG;
+  atomic_fetch_add_explicit(&vg_segments_mapped, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&vg_segments_total, 1, memory_order_relaxed);
+  registry_set((uintptr_t)base, true);
+  VG_PROBE2(segment_map, base, a->index);
+  return s;
+}
+
+/* Caller holds the arena lock; every page is free. */
+void vg_segment_release(struct segment *s) {
+  struct arena *a = s->arena;
+  if (s->used != VG_SEG_META_MASK || s->cookie != (vg_secret ^ (uintptr_t)s)) vg_fatal(V_CORRUPT_METADATA, s);
+  if (s->prev) s->prev->next = s->next;
+  else a->segs = s->next;
+  if (s->next) s->next->prev = s->prev;
+  a->mapped -= VG_SEG;
+  uint64_t dirty = s->dirty & ~s->decommitted;
+  a->dirty -= (size_t)__builtin_popcountll(dirty) * VG_PAGE;
+  uintptr_t base = segment_base(s);
+  registry_set(base, false);
+  atomic_fetch_sub_explicit(&vg_segments_mapped, 1, memory_order_relaxed);
+  VG_PROBE2(segment_unmap, base, a->index);
+  vg_os_unmap((void *)base, VG_SEG);
+}
+
+/* First run of n free pages starting at a multiple of align_pages, or -1. */
+int vg_segment_find_run(struct segment *s, unsigned n, unsigned align_pages) {
+  if (n == 0 || n > VG_SEG_PAGES - VG_SEG_FIRST_PAGE) return -1;
+  uint64_t want = n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1);
+  unsigned i = (unsigned)align_up(VG_SEG_FIRST_PAGE, align_pages);
+  for (; i + n <= VG_SEG_PAGES; i += align_pages)
+    if ((s->used & (want << i)) == 0) return (int)i;
+  return -1;
+}

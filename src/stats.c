@@ -1,0 +1,154 @@
+/* Observability: mallinfo2, mallinfo, malloc_info, malloc_stats and the
+ * stats_on_exit line.  Numbers are read from the real structures (segments,
+ * page runs, the large table), each arena under its lock. */
+#include <errno.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+struct totals {
+  size_t segments, arena_bytes;     /* committed bytes usable for blocks */
+  size_t small_used, small_free;    /* bytes in small pages */
+  size_t span_bytes, spans;
+  size_t free_pages, dirty_bytes, decommitted_bytes;
+  size_t abandoned_pages, small_pages, free_slots;
+};
+
+static void add_arena(struct arena *a, struct totals *t) {
+  for (struct segment *s = a->segs; s; s = s->next) {
+    t->segments++;
+    for (unsigned i = VG_SEG_FIRST_PAGE; i < VG_SEG_PAGES; i++) {
+      struct page *pg = &s->pages[i];
+      uint64_t bit = (uint64_t)1 << i;
+      if (pg->kind == PK_SMALL) {
+        size_t used = load_relaxed(&pg->used);
+        t->small_pages++;
+        t->small_used += used * pg->bsize;
+        t->small_free += (pg->capacity - used) * (size_t)pg->bsize;
+        t->free_slots += pg->capacity - used;
+        if (load_relaxed(&pg->owner) == NULL) t->abandoned_pages++;
+      } else if (pg->kind == PK_SPAN) {
+        t->spans++;
+        t->span_bytes += pg->bsize;
+      } else if (pg->kind == PK_FREE) {
+        t->free_pages++;
+        if (s->decommitted & bit) t->decommitted_bytes += VG_PAGE;
+        else if (s->dirty & bit) t->dirty_bytes += VG_PAGE;
+      }
+    }
+  }
+}
+
+static void collect(struct totals *t, unsigned only) {
+  memset(t, 0, sizeof *t);
+  unsigned n = load_relaxed(&vg_narenas);
+  for (unsigned i = 0; i < n; i++) {
+    struct arena *a = vg_arenas[i];
+    if (a == NULL || (only != UINT32_MAX && only != i)) continue;
+    vg_lock(&a->lock);
+    add_arena(a, t);
+    vg_unlock(&a->lock);
+  }
+  t->arena_bytes = t->small_used + t->small_free + t->span_bytes + t->dirty_bytes;
+}
+
+struct mallinfo2 vigil_mallinfo2(void) {
+  vg_init();
+  struct totals t;
+  struct vg_large_stats l;
+  collect(&t, UINT32_MAX);
+  vg_large_stats(&l);
+  struct mallinfo2 m = {0};
+  m.arena = t.arena_bytes;
+  m.ordblks = t.free_slots + t.free_pages;
+  m.hblks = l.blocks;
+  m.hblkhd = l.bytes;
+  m.uordblks = t.small_used + t.span_bytes;
+  m.fordblks = t.small_free + t.dirty_bytes;
+  m.keepcost = t.dirty_bytes + l.cached_bytes;
+  return m;
+}
+
+struct mallinfo vigil_mallinfo(void) {
+  struct mallinfo2 m2 = vigil_mallinfo2();
+  struct mallinfo m = {0};
+  m.arena = (int)m2.arena;
+  m.ordblks = (int)m2.ordblks;
+  m.hblks = (int)m2.hblks;
+  m.hblkhd = (int)m2.hblkhd;
+  m.uordblks = (int)m2.uordblks;
+  m.fordblks = (int)m2.fordblks;
+  m.keepcost = (int)m2.keepcost;
+  return m;
+}
+
+int vigil_malloc_info(int options, FILE *fp) {
+  if (options != 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  vg_init();
+  struct totals all, t;
+  struct vg_large_stats l;
+  unsigned n = load_relaxed(&vg_narenas);
+  fprintf(fp, "<malloc version=\"vigil-1\">\n");
+  fprintf(fp, "<arenas count=\"%u\" created=\"%u\" cpus=\"%u\"/>\n", vg_arena_count(), n, vg_os_cpu_count());
+  for (unsigned i = 0; i < n; i++) {
+    if (vg_arenas[i] == NULL) continue;
+    collect(&t, i);
+    fprintf(fp,
+            "<heap nr=\"%u\">\n<segments count=\"%zu\" bytes=\"%zu\"/>\n"
+            "<pages small=\"%zu\" spans=\"%zu\" free=\"%zu\" abandoned=\"%zu\"/>\n"
+            "<total type=\"used\" size=\"%zu\"/>\n<total type=\"free\" size=\"%zu\"/>\n"
+            "<total type=\"dirty\" size=\"%zu\"/>\n<total type=\"decommitted\" size=\"%zu\"/>\n</heap>\n",
+            i, t.segments, t.segments * VG_SEG, t.small_pages, t.spans, t.free_pages, t.abandoned_pages,
+            t.small_used + t.span_bytes, t.small_free, t.dirty_bytes, t.decommitted_bytes);
+  }
+  collect(&all, UINT32_MAX);
+  vg_large_stats(&l);
+  fprintf(fp, "<large blocks=\"%zu\" bytes=\"%zu\" cached=\"%zu\" cached_bytes=\"%zu\"/>\n", l.blocks, l.bytes,
+          l.cached, l.cached_bytes);
+  fprintf(fp, "<thresholds mmap=\"%zu\" trim=\"%zu\" fixed=\"%d\"/>\n", vg_mmap_threshold(), vg_trim_threshold(),
+          load_relaxed(&vg_opt_thresholds_fixed));
+  fprintf(fp, "<decommit mode=\"%s\"/>\n", vg_decommit_remap() ? "remap" : "madvise");
+  fprintf(fp, "<system type=\"current\" size=\"%zu\"/>\n", all.arena_bytes + l.bytes + l.cached_bytes);
+  fprintf(fp, "</malloc>\n");
+  return 0;
+}
+
+/* glibc's layout: one block per arena, then the totals. */
+void vigil_malloc_stats(void) {
+  vg_init();
+  struct totals t, all;
+  struct vg_large_stats l;
+  unsigned n = load_relaxed(&vg_narenas);
+  for (unsigned i = 0; i < n; i++) {
+    if (vg_arenas[i] == NULL) continue;
+    collect(&t, i);
+    fprintf(stderr, "Arena %u:\nsystem bytes     = %10zu\nin use bytes     = %10zu\n", i, t.arena_bytes,
+            t.small_used + t.span_bytes);
+  }
+  collect(&all, UINT32_MAX);
+  vg_large_stats(&l);
+  fprintf(stderr,
+          "Total (incl. mmap):\nsystem bytes     = %10zu\nin use bytes     = %10zu\n"
+          "max mmap regions = %10zu\nmax mmap bytes   = %10zu\n",
+          all.arena_bytes + l.bytes, all.small_used + all.span_bytes + l.bytes, l.blocks, l.bytes);
+}
+
+/* One line for humans and for the preload test, which uses it to prove that
+ * vigil served the process. */
+__attribute__((destructor)) static void stats_on_exit(void) {
+  if (!load_acquire(&vg_ready) || !vg_option(OPT_stats_on_exit)) return;
+  char buf[160];
+  int len = snprintf(buf, sizeof buf, "vigil: exit: pid=%ld segments=%zu mapped_ever=%zu arenas=%u\n",
+                     (long)getpid(), load_relaxed(&vg_segments_mapped), load_relaxed(&vg_segments_total),
+                     load_relaxed(&vg_narenas));
+  if (len > 0) vg_os_write_err(buf, (size_t)len);
+}
+
+VG_EXPORT_STD(mallinfo2)
+VG_EXPORT_STD(mallinfo)
+VG_EXPORT_STD(malloc_info)
+VG_EXPORT_STD(malloc_stats)
