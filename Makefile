@@ -36,6 +36,7 @@ $(BUILD)/libvigil_prefixed.a: $(PFX_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
 include tests/tests.mk
+-include bench/bench.mk
 
 clean:
 	rm -rf build build-*

@@ -1,1 +1,38 @@
+# Tests: `make check` builds and runs all of them through tests/run.sh.
+#   tests/unit_*.c   white-box, linked with libvigil_prefixed.a (vigil_ names)
+#   tests/api_*.c    black-box against glibc in the same process (prefixed)
+#   tests/seed_*.c   seed-lesson tests, linked with libvigil.so so vigil is the
+#                    process's malloc (libc's internal calls included)
+#   tests/*.sh       scripted tests (preload smoke, probes, docs, variants)
+# Exit status: 0 pass, 77 skipped (reported as skipped), anything else fails.
+TEST_CFLAGS := -std=gnu11 -O1 -g -pthread -Isrc -Wall -Wextra $(if $(WERROR),-Werror) $(EXTRA_CFLAGS)
+UNIT_SRCS := $(wildcard tests/unit_*.c)
+API_SRCS := $(wildcard tests/api_*.c)
+SEED_SRCS := $(wildcard tests/seed_*.c)
+TEST_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(UNIT_SRCS) $(API_SRCS)) \
+             $(patsubst tests/%.c,$(BUILD)/tests/%,$(SEED_SRCS))
+TEST_HELPERS := $(BUILD)/tests/tunables_table
 
+$(BUILD)/tests/unit_%: tests/unit_%.c tests/testlib.h $(BUILD)/libvigil_prefixed.a
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -DVIGIL_PREFIX -o $@ $< $(BUILD)/libvigil_prefixed.a
+$(BUILD)/tests/api_%: tests/api_%.c tests/testlib.h $(BUILD)/libvigil_prefixed.a
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -DVIGIL_PREFIX -o $@ $< $(BUILD)/libvigil_prefixed.a
+$(BUILD)/tests/seed_%: tests/seed_%.c tests/testlib.h $(BUILD)/libvigil.so
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -o $@ $< -L$(BUILD) -Wl,-rpath,'$$ORIGIN/..' -lvigil
+$(BUILD)/tests/tunables_table: tests/tunables_table.c $(BUILD)/libvigil_prefixed.a
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -DVIGIL_PREFIX -o $@ $< $(BUILD)/libvigil_prefixed.a
+
+tests: all $(TEST_BINS) $(TEST_HELPERS)
+
+# The test command.  CHECK_FILTER=regex runs a subset.
+check: | check-deps
+	@$(MAKE) --no-print-directory tests
+	@BUILD=$(BUILD) CC=$(CC) bash tests/run.sh $(CHECK_FILTER)
+
+check-deps:
+	@bash ci/deps.sh check
+.PHONY: check-deps
