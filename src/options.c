@@ -115,8 +115,10 @@ int vg_options_parse(const char *s) {
       size_t v;
       if (d == NULL) {
         warn("unknown option", s, klen, NULL), warnings++;
-      } else if (!eq || !parse_value(d, eq + 1, len - klen - 1, &v)) {
-        warn("bad value", eq ? eq + 1 : s, eq ? len - klen - 1 : len, d), warnings++;
+      } else if (!eq) {
+        warn("missing value", s, len, d), warnings++;
+      } else if (!parse_value(d, eq + 1, len - klen - 1, &v)) {
+        warn("bad value", eq + 1, len - klen - 1, d), warnings++;
       } else {
         vg_option_set((enum vg_opt)(d - vg_opt_table), v);
       }

@@ -1,8 +1,9 @@
 # Tests: `make check` builds and runs all of them through tests/run.sh.
 #   tests/unit_*.c   white-box, linked with libvigil_prefixed.a (vigil_ names)
 #   tests/api_*.c    black-box against glibc in the same process (prefixed)
-#   tests/seed_*.c   seed-lesson tests, linked with libvigil.so so vigil is the
-#                    process's malloc (libc's internal calls included)
+#   tests/seed_*.c   seed-lesson tests, linked statically with libvigil.a, so
+#                    vigil is the process's malloc (libc's internal calls
+#                    included) and its internals (syscall counters) are visible
 #   tests/*.sh       scripted tests (preload smoke, probes, docs, variants)
 # Exit status: 0 pass, 77 skipped (reported as skipped), anything else fails.
 TEST_CFLAGS := -std=gnu11 -O1 -g -pthread -Isrc -Wall -Wextra $(if $(WERROR),-Werror) $(EXTRA_CFLAGS)
@@ -19,9 +20,9 @@ $(BUILD)/tests/unit_%: tests/unit_%.c tests/testlib.h $(BUILD)/libvigil_prefixed
 $(BUILD)/tests/api_%: tests/api_%.c tests/testlib.h $(BUILD)/libvigil_prefixed.a
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -DVIGIL_PREFIX -o $@ $< $(BUILD)/libvigil_prefixed.a
-$(BUILD)/tests/seed_%: tests/seed_%.c tests/testlib.h $(BUILD)/libvigil.so
+$(BUILD)/tests/seed_%: tests/seed_%.c tests/testlib.h $(BUILD)/libvigil.a
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) -o $@ $< -L$(BUILD) -Wl,-rpath,'$$ORIGIN/..' -lvigil
+	$(CC) $(TEST_CFLAGS) -o $@ $< -Wl,--whole-archive $(BUILD)/libvigil.a -Wl,--no-whole-archive
 $(BUILD)/tests/tunables_table: tests/tunables_table.c $(BUILD)/libvigil_prefixed.a
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -DVIGIL_PREFIX -o $@ $< $(BUILD)/libvigil_prefixed.a
