@@ -37,8 +37,12 @@ static NOINLINE void *alloc_slow(size_t n, size_t align, bool zero) {
     p = heap_alloc(h, align <= VG_ALIGN ? size_class(n) : aligned_class(n, align));
   } else {
     p = NULL;
+    int saved = errno;
     if (n < vg_mmap_threshold()) p = vg_span_alloc(n, align);
-    if (p == NULL) return vg_large_alloc(n, align, zero);
+    if (p == NULL) {
+      errno = saved; /* a span that does not fit is not an error */
+      return vg_large_alloc(n, align, zero);
+    }
   }
   if (p && zero) memset(p, 0, n);
   return p;

@@ -226,7 +226,7 @@ void *vg_span_alloc(size_t size, size_t align) {
   struct heap *h = vg_heap_get();
   if (h == NULL) return NULL;
   struct arena *a = h->arena;
-  size_t n = (size + VG_PAGE - 1) / VG_PAGE;
+  size_t n = size ? (size + VG_PAGE - 1) / VG_PAGE : 1;
   size_t ap = align > VG_PAGE ? align / VG_PAGE : 1;
   if (n > VG_SEG_PAGES - VG_SEG_FIRST_PAGE || ap > VG_SEG_PAGES / 2) return NULL;
   vg_lock(&a->lock);

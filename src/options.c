@@ -142,8 +142,8 @@ int vigil_mallopt(int param, int value) {
       vg_option_set(OPT_trim_threshold, (size_t)(long)value);
       return 1;
     case M_MMAP_THRESHOLD:
-      if ((size_t)(long)value > vg_opt_table[OPT_mmap_threshold].max) return 0;
-      vg_option_set(OPT_mmap_threshold, (size_t)value);
+      /* glibc 2.36 takes any value here (a negative one as a huge size). */
+      vg_option_set(OPT_mmap_threshold, (size_t)(long)value);
       return 1;
     case M_ARENA_MAX:
       if (value > 0) vg_option_set(OPT_arena_max, (size_t)value < VG_ARENAS_MAX ? (size_t)value : VG_ARENAS_MAX);

@@ -40,6 +40,13 @@ const char *vg_os_getenv(const char *name);
 unsigned vg_os_parse_cpu_list(const char *s);
 int vg_os_parse_overcommit(const char *s);
 
+/* Fault injection for tests: while a bit is set, that primitive fails as the
+ * kernel would (map/protect/remap return failure with ENOMEM; unmap and
+ * decommit do their work but leave errno clobbered, as a failing syscall
+ * would).  Checked only on the syscall paths. */
+enum { VG_FAIL_MAP = 1, VG_FAIL_UNMAP = 2, VG_FAIL_DECOMMIT = 4, VG_FAIL_PROTECT = 8, VG_FAIL_REMAP = 16 };
+extern _Atomic unsigned vg_os_fail_for_test;
+
 /* Syscall counters: tests check that free paths stay O(1) in syscalls. */
 struct vg_os_counts {
   _Atomic unsigned long map, unmap, madvise, protect, remap;

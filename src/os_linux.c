@@ -17,7 +17,9 @@
 #endif
 
 struct vg_os_counts vg_os_counts;
+_Atomic unsigned vg_os_fail_for_test;
 #define COUNT(field) atomic_fetch_add_explicit(&vg_os_counts.field, 1, memory_order_relaxed)
+#define INJECTED(bit) unlikely(load_relaxed(&vg_os_fail_for_test) & (bit))
 
 static _Atomic size_t page_size;
 
@@ -33,6 +35,10 @@ size_t vg_os_page_size(void) {
 
 void *vg_os_map(void *hint, size_t len, int rw) {
   COUNT(map);
+  if (INJECTED(VG_FAIL_MAP)) {
+    errno = ENOMEM;
+    return NULL;
+  }
   void *p = mmap(hint, len, rw ? PROT_READ | PROT_WRITE : PROT_NONE,
                  MAP_PRIVATE | MAP_ANONYMOUS | (rw ? 0 : MAP_NORESERVE), -1, 0);
   if (p == MAP_FAILED) {
@@ -46,6 +52,7 @@ void vg_os_unmap(void *p, size_t len) {
   int saved = errno;
   COUNT(unmap);
   munmap(p, len);
+  if (INJECTED(VG_FAIL_UNMAP)) errno = ENOMEM;
   errno = saved;
 }
 
@@ -66,6 +73,10 @@ void *vg_os_map_aligned(size_t len, size_t align, int rw) {
 
 int vg_os_protect(void *p, size_t len, int rw) {
   COUNT(protect);
+  if (INJECTED(VG_FAIL_PROTECT)) {
+    errno = ENOMEM;
+    return -1;
+  }
   return mprotect(p, len, rw ? PROT_READ | PROT_WRITE : PROT_NONE);
 }
 
@@ -78,6 +89,7 @@ void vg_os_decommit(void *p, size_t len, int remap) {
     COUNT(madvise);
     (void)madvise(p, len, MADV_DONTNEED);
   }
+  if (INJECTED(VG_FAIL_DECOMMIT)) errno = EINVAL;
   errno = saved;
 }
 
@@ -85,6 +97,10 @@ int vg_os_commit(void *p, size_t len) { return vg_os_protect(p, len, 1); }
 
 void *vg_os_remap(void *old, size_t oldlen, size_t newlen, void *dest) {
   COUNT(remap);
+  if (INJECTED(VG_FAIL_REMAP)) {
+    errno = ENOMEM;
+    return NULL;
+  }
   void *p = dest ? mremap(old, oldlen, newlen, MREMAP_MAYMOVE | MREMAP_FIXED, dest)
                  : mremap(old, oldlen, newlen, MREMAP_MAYMOVE);
   return p == MAP_FAILED ? NULL : p;

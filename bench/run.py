@@ -1,0 +1,503 @@
+#!/usr/bin/env python3
+"""Run vigil's benchmark workloads under several allocators and compare them.
+
+Every workload runs under every allocator in the same invocation, interleaved
+round-robin (for run i: for each workload: for each allocator), so slow
+drifts of a shared, noisy machine hit all allocators alike. The order of the
+allocators rotates by one each run. Reported numbers are medians.
+
+    python3 bench/run.py [--quick] [--check] [--runs N]
+
+Environment: RUNS (runs per workload and allocator; default 5, 3 with
+--quick), BUILD (build directory; default build), ALLOCATORS (comma list to
+restrict, e.g. glibc,vigil).
+
+Writes bench/results/latest.{md,csv,png} (quick.{md,csv,png} with --quick).
+Exit status: 0 ok, 1 a run failed (crash, non-zero exit, timeout, missing
+output, preload not mapped), 2 usage or setup error, 3 --check failed.
+"""
+import argparse
+import csv
+import datetime
+import glob
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+RESULTS = os.path.join(HERE, "results")
+
+# (key, label, chart label, argv after the program name) for the full and quick sizes.
+# Sized so that one glibc run takes roughly 0.3-1 s on the 2-core machine.
+WORKLOADS = {
+    "full": [
+        ("churn1", "churn, 1 thread", "churn 1T", ["churn", "1", "5000000"]),
+        ("churn2", "churn, 2 threads", "churn 2T", ["churn", "2", "5000000"]),
+        ("batch", "batch 128 x 8 B", "batch", ["batch", "500000"]),
+        ("prodcons", "prodcons, both threads on 1 CPU", "prodcons 1 CPU", ["prodcons", "12000000", "same"]),
+        ("prodcons2", "prodcons, 1 CPU each (noisy; not checked)", "prodcons 2 CPUs", ["prodcons", "2000000", "split"]),
+        ("memreturn", "memreturn (alloc+touch+free)", "memreturn time", ["memreturn", "200"]),
+    ],
+    "quick": [
+        ("churn1", "churn, 1 thread", "churn 1T", ["churn", "1", "800000"]),
+        ("churn2", "churn, 2 threads", "churn 2T", ["churn", "2", "800000"]),
+        ("batch", "batch 128 x 8 B", "batch", ["batch", "80000"]),
+        ("prodcons", "prodcons, both threads on 1 CPU", "prodcons 1 CPU", ["prodcons", "1500000", "same"]),
+        ("prodcons2", "prodcons, 1 CPU each (noisy; not checked)", "prodcons 2 CPUs", ["prodcons", "300000", "split"]),
+        ("memreturn", "memreturn (alloc+touch+free)", "memreturn time", ["memreturn", "64"]),
+    ],
+}
+SPEED_CHECKED = ["churn1", "churn2", "batch", "prodcons"]
+RUN_TIMEOUT_S = 120
+
+
+def sh(cmd):
+    """Output of a command, or '' if it cannot be run or fails."""
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=30,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def multiarch():
+    t = sh(["gcc", "-print-multiarch"]) or sh(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"])
+    return t or platform.machine() + "-linux-gnu"
+
+
+def dpkg_files(pkg):
+    out = sh(["dpkg", "-L", pkg])
+    return out.splitlines() if out else []
+
+
+def dpkg_version(pkg):
+    return sh(["dpkg-query", "-W", "-f=${Version}", pkg])
+
+
+def version_key(path):
+    """Sort key putting e.g. clang/14.0.10 after clang/14.0.6."""
+    parts = []
+    for chunk in path.replace("-", "/").replace(".", "/").split("/"):
+        parts.append((0, int(chunk), "") if chunk.isdigit() else (1, 0, chunk))
+    return parts
+
+
+def find_lib(pkg, basename, fallback_globs):
+    """A library file: from the package's file list first, then by glob."""
+    hits = [f for f in dpkg_files(pkg) if os.path.basename(f) == basename and os.path.isfile(f)]
+    if not hits:
+        for g in fallback_globs:
+            hits += [f for f in glob.glob(g) if os.path.isfile(f)]
+    return sorted(hits, key=version_key)[-1] if hits else None
+
+
+def discover_allocators(build):
+    """[(name, preload path or None, package, version)], and notes on skips."""
+    triplet = multiarch()
+    arch = triplet.split("-")[0]
+    libdirs = ["/usr/lib/" + triplet, "/usr/lib", "/lib/" + triplet]
+    found, notes = [], []
+    found.append(("glibc", None, "libc6", dpkg_version("libc6")))
+    vigil = os.path.join(ROOT, build, "libvigil.so")
+    if os.path.isfile(vigil):
+        rev = sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])
+        dirty = sh(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no", "--", "src"])
+        found.append(("vigil", vigil, "(this tree)", (rev or "?") + ("+dirty" if dirty else "")))
+    else:
+        notes.append("vigil: %s is missing (build it with `make`); skipped" % vigil)
+    others = [
+        ("jemalloc", "libjemalloc2", "libjemalloc.so.2",
+         [d + "/libjemalloc.so.2" for d in libdirs]),
+        ("mimalloc", "libmimalloc2.0", "libmimalloc.so.2",
+         [d + "/libmimalloc.so.2" for d in libdirs]),
+        ("tcmalloc", "libtcmalloc-minimal4", "libtcmalloc_minimal.so.4",
+         [d + "/libtcmalloc_minimal.so.4" for d in libdirs]),
+        ("scudo", "libclang-rt-14-dev", "libclang_rt.scudo_standalone-%s.so" % arch,
+         ["/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.scudo_standalone-%s.so" % arch]),
+    ]
+    for name, pkg, base, globs in others:
+        path = find_lib(pkg, base, globs)
+        if path:
+            found.append((name, path, pkg, dpkg_version(pkg) or "?"))
+        else:
+            notes.append("%s: %s not found; skipped (install the Debian package %s)"
+                         % (name, base, pkg))
+    want = os.environ.get("ALLOCATORS", "").strip()
+    if want:
+        keep = [w.strip() for w in want.split(",") if w.strip()]
+        unknown = [k for k in keep if k not in [f[0] for f in found]]
+        for k in unknown:
+            notes.append("%s: asked for in ALLOCATORS but not available" % k)
+        found = [f for f in found if f[0] in keep]
+    return found, notes
+
+
+def parse_line(text):
+    """The last 'workload=...' line of a run's stdout as a dict."""
+    for line in reversed(text.splitlines()):
+        if line.startswith("workload="):
+            out = {}
+            for tok in line.split():
+                k, _, v = tok.partition("=")
+                out[k] = v
+            return out
+    return None
+
+
+def describe_rc(rc):
+    if rc < 0:
+        try:
+            return "killed by %s" % signal.Signals(-rc).name
+        except ValueError:
+            return "killed by signal %d" % -rc
+    return "exit status %d" % rc
+
+
+def run_one(binary, argv, preload):
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    if preload:
+        env["LD_PRELOAD"] = os.path.realpath(preload)
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run([binary] + argv, capture_output=True, text=True, env=env,
+                           timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return None, time.monotonic() - t0, "timed out after %d s" % RUN_TIMEOUT_S
+    wall = time.monotonic() - t0
+    if p.returncode != 0:
+        err = p.stderr.strip().splitlines()
+        return None, wall, describe_rc(p.returncode) + (": " + err[-1] if err else "")
+    rec = parse_line(p.stdout)
+    if rec is None or "seconds" not in rec:
+        return None, wall, "no result line in its output"
+    if preload and rec.get("preload_mapped") != "1":
+        return None, wall, "LD_PRELOAD library was not mapped (ld.so skipped it?)"
+    return rec, wall, ""
+
+
+def fnum(x, digits=3):
+    return "%.*f" % (digits, x)
+
+
+def fmt_ops(n):
+    n = float(n)
+    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= div:
+            return ("%.1f" % (n / div)).rstrip("0").rstrip(".") + unit
+    return "%d" % n
+
+
+def median_of(records, key):
+    vals = [float(r[key]) for r in records if r.get(key) not in (None, "")]
+    return statistics.median(vals) if vals else None
+
+
+def spread_pct(records, key):
+    vals = [float(r[key]) for r in records if r.get(key) not in (None, "")]
+    if len(vals) < 2:
+        return None
+    med = statistics.median(vals)
+    return 100.0 * (max(vals) - min(vals)) / 2.0 / med if med else None
+
+
+def machine_info():
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    nproc = sh(["nproc"]) or str(os.cpu_count())
+    return {"arch": sh(["uname", "-m"]) or platform.machine(), "cpu": cpu, "nproc": nproc,
+            "kernel": sh(["uname", "-r"]) or platform.release()}
+
+
+def write_png(path, names, rows, labels):
+    """Clustered bar chart of speed ratios with gnuplot; returns a note."""
+    gp = shutil.which("gnuplot")
+    if not gp:
+        return "gnuplot not installed (Debian package gnuplot-nox); no PNG written"
+    term = sh([gp, "-e", "set terminal"])
+    terminal = "pngcairo" if "pngcairo" in term else "png"
+    dat = path + ".dat.tmp"
+    script = path + ".gp.tmp"
+    with open(dat, "w") as f:
+        f.write("workload " + " ".join(names) + "\n")
+        for key, label in labels:
+            vals = []
+            for n in names:
+                v = rows.get((key, n))
+                vals.append("NaN" if v is None else "%.4f" % v)
+            f.write('"%s" %s\n' % (label, " ".join(vals)))
+    plots = ["'%s' using %d:xtic(1) title columnheader(%d)" % (dat, i + 2, i + 2)
+             if i == 0 else "'' using %d title columnheader(%d)" % (i + 2, i + 2)
+             for i in range(len(names))]
+    with open(script, "w") as f:
+        f.write("""set terminal %s size 1100,600 noenhanced
+set output '%s'
+set title 'Speed relative to glibc (glibc time / allocator time; > 1 = faster than glibc)'
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set yrange [0:*]
+set ylabel 'ratio to glibc (median of interleaved runs)'
+set grid ytics
+set key below horizontal
+set xtics nomirror
+set arrow 1 from graph 0, first 1 to graph 1, first 1 nohead dashtype 2 linewidth 2 front
+plot %s
+""" % (terminal, path, ", ".join(plots)))
+    try:
+        subprocess.run([gp, script], check=True, capture_output=True, text=True, timeout=60)
+        note = ""
+    except (OSError, subprocess.SubprocessError) as e:
+        note = "gnuplot failed (%s); no PNG written" % e
+    finally:
+        for t in (dat, script):
+            try:
+                os.remove(t)
+            except OSError:
+                pass
+    return note
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer ops and runs (smoke check)")
+    ap.add_argument("--check", action="store_true",
+                    help="exit 3 if vigil is slower than glibc on churn/batch/prodcons "
+                         "or keeps more memory in memreturn (median ratio < 1.0)")
+    ap.add_argument("--runs", type=int, default=None, help="runs per workload and allocator")
+    args = ap.parse_args()
+
+    mode = "quick" if args.quick else "full"
+    runs = args.runs if args.runs is not None else int(os.environ.get("RUNS", "3" if args.quick else "5"))
+    if runs < 1:
+        print("run.py: RUNS must be at least 1", file=sys.stderr)
+        return 2
+    build = os.environ.get("BUILD", "build")
+    binary = os.path.join(ROOT, build, "bench", "workloads")
+    if not os.access(binary, os.X_OK):
+        print("run.py: %s is missing; build it with `make bench` (or `make %s/bench/workloads`)"
+              % (binary, build), file=sys.stderr)
+        return 2
+    allocs, notes = discover_allocators(build)
+    for n in notes:
+        print("note: " + n, file=sys.stderr)
+    names = [a[0] for a in allocs]
+    if not allocs:
+        print("run.py: no allocator to run", file=sys.stderr)
+        return 2
+    workloads = WORKLOADS[mode]
+
+    os.makedirs(RESULTS, exist_ok=True)
+    stem = os.path.join(RESULTS, "latest" if mode == "full" else "quick")
+    started = datetime.datetime.now(datetime.timezone.utc)
+    raw, failures = [], []
+    total = runs * len(workloads) * len(allocs)
+    print("bench: %d workloads x %d allocators (%s) x %d runs, interleaved"
+          % (len(workloads), len(allocs), ", ".join(names), runs), file=sys.stderr)
+    done = 0
+    for i in range(runs):
+        rot = i % len(allocs)
+        order = allocs[rot:] + allocs[:rot]
+        for key, label, _, argv in workloads:
+            for name, path, _, _ in order:
+                done += 1
+                rec, wall, err = run_one(binary, argv, path)
+                row = dict(rec or {})
+                row.update({"run": i + 1, "workload": key, "allocator": name,
+                            "status": "ok" if rec else "FAIL", "error": err,
+                            "wall_seconds": "%.4f" % wall, "argv": " ".join(argv)})
+                if rec:
+                    print("[%3d/%d] run %d %-9s %-9s %8.4f s%s" % (
+                        done, total, i + 1, key, name, float(rec["seconds"]),
+                        "  rss_after_free=%.1f MiB" % (int(rec["rss_after_free_kb"]) / 1024)
+                        if key == "memreturn" else ""), file=sys.stderr, flush=True)
+                else:
+                    failures.append("run %d: %s under %s: %s" % (i + 1, key, name, err))
+                    print("[%3d/%d] run %d %-9s %-9s FAILED: %s" % (done, total, i + 1, key, name, err),
+                          file=sys.stderr, flush=True)
+                raw.append(row)
+
+    # ---- aggregate
+    ok = {}
+    for row in raw:
+        if row["status"] == "ok":
+            ok.setdefault((row["workload"], row["allocator"]), []).append(row)
+    med_t, med_rss, spread = {}, {}, {}
+    for k, recs in ok.items():
+        med_t[k] = median_of(recs, "seconds")
+        spread[k] = spread_pct(recs, "seconds")
+        if k[0] == "memreturn":
+            med_rss[k] = {f: median_of(recs, f) for f in
+                          ("rss_before_kb", "rss_peak_kb", "rss_after_free_kb")}
+    speed_ratio = {}
+    for key, _, _, _ in workloads:
+        base = med_t.get((key, "glibc"))
+        for n in names:
+            t = med_t.get((key, n))
+            speed_ratio[(key, n)] = base / t if base and t else None
+    rss_ratio = {}
+    base_rss = med_rss.get(("memreturn", "glibc"), {}).get("rss_after_free_kb")
+    for n in names:
+        r = med_rss.get(("memreturn", n), {}).get("rss_after_free_kb")
+        rss_ratio[n] = base_rss / r if base_rss and r else None
+
+    # ---- markdown
+    info = machine_info()
+    md = []
+    md.append("# vigil benchmark results%s" % (" (quick smoke run)" if mode == "quick" else ""))
+    md.append("")
+    md.append("- date: %s" % started.strftime("%Y-%m-%d %H:%M UTC"))
+    md.append("- machine: %s, %s, nproc %s, Linux %s" % (info["arch"], info["cpu"], info["nproc"], info["kernel"]))
+    md.append("- method: %d runs of each (workload, allocator), interleaved round-robin in one session; "
+              "every number is the median of those runs; ±x%% is half the min-max range relative to the median"
+              % runs)
+    if os.environ.get("VIGIL_OPTIONS"):
+        md.append("- VIGIL_OPTIONS=%s" % os.environ["VIGIL_OPTIONS"])
+    md.append("")
+    md.append("## Speed: ratio to glibc = glibc time / allocator time (> 1.00 means faster than glibc)")
+    md.append("")
+    md.append("| workload | ops | " + " | ".join(names) + " |")
+    md.append("|---|---:|" + "---:|" * len(names))
+    for key, label, _, argv in workloads:
+        cells = []
+        ops = ""
+        for n in names:
+            recs = ok.get((key, n))
+            if recs and not ops:
+                ops = fmt_ops(recs[0].get("ops", 0))
+            t, r, s = med_t.get((key, n)), speed_ratio.get((key, n)), spread.get((key, n))
+            if t is None:
+                cells.append("failed")
+            else:
+                cells.append("%s (%s s%s)%s" % ("**%.2f**" % r if r is not None else "n/a",
+                                                fnum(t), " ±%.0f%%" % s if s is not None else "",
+                                                " [%d/%d ok]" % (len(recs), runs) if len(recs) < runs else ""))
+        md.append("| %s | %s | %s |" % (label, ops, " | ".join(cells)))
+    md.append("")
+    md.append("## Memory returned: memreturn, RSS after freeing everything "
+              "(lower is better; ratio to glibc = glibc RSS / allocator RSS, > 1.00 means less kept than glibc)")
+    md.append("")
+    md.append("| allocator | RSS before (MiB) | RSS peak (MiB) | RSS after free (MiB) | after free / peak | ratio to glibc |")
+    md.append("|---|---:|---:|---:|---:|---:|")
+    for n in names:
+        m = med_rss.get(("memreturn", n))
+        if not m or m.get("rss_after_free_kb") is None:
+            md.append("| %s | failed | | | | |" % n)
+            continue
+        pk, af = m["rss_peak_kb"], m["rss_after_free_kb"]
+        r = rss_ratio.get(n)
+        md.append("| %s | %.1f | %.1f | **%.1f** | %.0f%% | %s |" % (
+            n, m["rss_before_kb"] / 1024, pk / 1024, af / 1024, 100.0 * af / pk if pk else 0,
+            "**%.2f**" % r if r is not None else "n/a"))
+    md.append("")
+    mem_argv = [w for w in workloads if w[0] == "memreturn"][0][3]
+    md.append("memreturn allocates %s MiB (blocks of 16 B..64 KiB, log-uniform, plus ~10%% in 1 MiB blocks), "
+              "touches every byte, frees it all in random order and reads RSS from /proc/self/statm "
+              "right away (no malloc_trim, no idle time)." % mem_argv[1])
+    md.append("")
+    md.append("## Allocators")
+    md.append("")
+    md.append("| name | library | package | version |")
+    md.append("|---|---|---|---|")
+    for name, path, pkg, ver in allocs:
+        shown = os.path.relpath(path, ROOT) if path and path.startswith(ROOT) else (path or "(none: libc malloc)")
+        md.append("| %s | %s | %s | %s |" % (name, shown, pkg, ver))
+    if notes:
+        md.append("")
+        for n in notes:
+            md.append("- note: " + n)
+    md.append("")
+
+    # ---- check
+    check_failures = []
+    check_lines = []
+    if args.check:
+        if "vigil" not in names or "glibc" not in names:
+            check_failures.append("vigil and glibc must both be measured for --check")
+        else:
+            for key in SPEED_CHECKED:
+                r = speed_ratio.get((key, "vigil"))
+                label = [w[1] for w in workloads if w[0] == key][0]
+                if r is None:
+                    check_failures.append("%s: no ratio (a run failed)" % label)
+                    continue
+                line = "%s: vigil %.3f s vs glibc %.3f s, speed ratio %.2f" % (
+                    label, med_t[(key, "vigil")], med_t[(key, "glibc")], r)
+                (check_failures if r < 1.0 else check_lines).append(line)
+            r = rss_ratio.get("vigil")
+            if r is None:
+                check_failures.append("memreturn: no RSS ratio (a run failed)")
+            else:
+                line = "memreturn: vigil keeps %.1f MiB vs glibc %.1f MiB after free, ratio %.2f" % (
+                    med_rss[("memreturn", "vigil")]["rss_after_free_kb"] / 1024,
+                    med_rss[("memreturn", "glibc")]["rss_after_free_kb"] / 1024, r)
+                (check_failures if r < 1.0 else check_lines).append(line)
+
+    if failures:
+        md.append("## Failed runs")
+        md.append("")
+        for f in failures:
+            md.append("- " + f)
+        md.append("")
+
+    # ---- write files
+    fields = ["run", "workload", "allocator", "status", "error", "argv", "threads", "ops", "seconds",
+              "ns_per_op", "wall_seconds", "rss_before_kb", "rss_peak_kb", "rss_after_free_kb",
+              "after_free_pct_of_peak", "alloc_seconds", "free_seconds", "checksum", "preload_mapped"]
+    with open(stem + ".csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        for row in raw:
+            w.writerow(row)
+    png_note = write_png(stem + ".png", names, speed_ratio, [(k, c) for k, _, c, _ in workloads])
+    if png_note:
+        md.append("- note: " + png_note)
+        md.append("")
+    else:
+        md.append("![speed ratios](%s)" % os.path.basename(stem + ".png"))
+        md.append("")
+    with open(stem + ".md", "w") as f:
+        f.write("\n".join(md))
+
+    # ---- report
+    print()
+    print("\n".join(md))
+    print("wrote %s.md, %s.csv%s" % (os.path.relpath(stem, ROOT), os.path.relpath(stem, ROOT),
+                                     "" if png_note else ", %s.png" % os.path.relpath(stem, ROOT)))
+    if png_note:
+        print("note: " + png_note)
+    rc = 0
+    if failures:
+        print("\n%d run(s) FAILED:" % len(failures), file=sys.stderr)
+        for f in failures:
+            print("  " + f, file=sys.stderr)
+        rc = 1
+    if args.check:
+        for line in check_lines:
+            print("check ok:   " + line)
+        for line in check_failures:
+            print("check FAIL: " + line, file=sys.stderr)
+        if check_failures:
+            print("check: vigil is behind glibc in %d comparison(s)" % len(check_failures), file=sys.stderr)
+            rc = rc or 3
+        else:
+            print("check: vigil is at least as fast as glibc and returns at least as much memory")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,578 @@
+/* vigil benchmark workloads.
+ *
+ *   workloads churn T [ops_per_thread]   T threads replacing random slots
+ *   workloads batch [rounds]             128 x 8 B allocated, then all freed
+ *   workloads prodcons [items [same|split|free]]  producer mallocs, consumer frees
+ *   workloads memreturn [MiB [settle_ms]] large mixed set, free all, read RSS
+ *
+ * Every workload times itself with clock_gettime(CLOCK_MONOTONIC) and prints
+ * one line of key=value pairs on stdout, e.g.
+ *
+ *   workload=churn threads=2 ops=4000000 seconds=0.612 rss_before_kb=...
+ *
+ * It calls only the standard malloc/free, so the allocator under test is
+ * whatever the process resolves them to (glibc, or an LD_PRELOADed library).
+ * When LD_PRELOAD is set, the line also carries preload_mapped=1 if that
+ * library really is mapped into the process (0 if ld.so skipped it), so a
+ * driver can tell a silent fallback to glibc from a real measurement.
+ *
+ * Exit status: 0 on success, 1 on a failed allocation or a corrupted block
+ * (the blocks carry a tag that is checked before free), 2 on bad usage. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Make a pointer escape so the compiler cannot pair up and delete a
+ * malloc/free (GCC removes such pairs when the pointer is never observed). */
+#define ESCAPE(p) __asm__ volatile("" : : "r"(p) : "memory")
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Resident set size in KiB, from the second field of /proc/self/statm. */
+static long rss_kb(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long size = 0, resident = -1;
+    if (!f)
+        return -1;
+    if (fscanf(f, "%ld %ld", &size, &resident) != 2)
+        resident = -1;
+    fclose(f);
+    if (resident < 0)
+        return -1;
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* xorshift64 (Marsaglia); state must be non-zero. */
+typedef struct { uint64_t s; } rng_t;
+
+static void rng_seed(rng_t *r, uint64_t seed)
+{
+    /* splitmix-style scramble so that seeds 1, 2, 3 give unrelated streams */
+    seed += 0x9e3779b97f4a7c15ull;
+    seed = (seed ^ (seed >> 30)) * 0xbf58476d1ce4e5b9ull;
+    seed = (seed ^ (seed >> 27)) * 0x94d049bb133111ebull;
+    seed ^= seed >> 31;
+    r->s = seed ? seed : 1;
+}
+
+static inline uint64_t rng_next(rng_t *r)
+{
+    uint64_t x = r->s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return r->s = x;
+}
+
+/* Uniform in [0, n) (n small; the modulo bias is irrelevant here). */
+static inline size_t rng_below(rng_t *r, size_t n)
+{
+    return (size_t)((rng_next(r) >> 11) % n);
+}
+
+/* Log-uniform size in [lo, hi) for power-of-two lo < hi: an octave
+ * [2^k, 2^(k+1)) is picked uniformly, then a size uniformly inside it.
+ * So each octave gets the same number of blocks (many small, few big
+ * bytes-wise), the usual shape of real programs' request sizes. */
+static inline size_t rng_logsize(rng_t *r, unsigned lo_shift, unsigned hi_shift)
+{
+    unsigned k = lo_shift + (unsigned)rng_below(r, hi_shift - lo_shift);
+    size_t base = (size_t)1 << k;
+    return base + rng_below(r, base);
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "workloads: %s\n", what);
+    exit(1);
+}
+
+static const char *g_preload_note = "";
+
+/* If LD_PRELOAD names a library, report whether it is mapped. */
+static void check_preload(void)
+{
+    static char note[64];
+    const char *pl = getenv("LD_PRELOAD");
+    if (!pl || !*pl)
+        return;
+    char first[PATH_MAX];
+    size_t n = strcspn(pl, ": ");
+    if (n >= sizeof first)
+        n = sizeof first - 1;
+    memcpy(first, pl, n);
+    first[n] = 0;
+    char real[PATH_MAX];
+    const char *want = realpath(first, real) ? real : first;
+    int mapped = 0;
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (f) {
+        char line[PATH_MAX + 256];
+        while (!mapped && fgets(line, sizeof line, f)) {
+            char *path = strchr(line, '/');
+            if (!path)
+                continue;
+            path[strcspn(path, "\n")] = 0;
+            mapped = strcmp(path, want) == 0;
+        }
+        fclose(f);
+    }
+    snprintf(note, sizeof note, " preload_mapped=%d", mapped);
+    g_preload_note = note;
+}
+
+static long parse_count(const char *s, const char *what)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v <= 0) {
+        fprintf(stderr, "workloads: bad %s '%s'\n", what, s);
+        exit(2);
+    }
+    return v;
+}
+
+/* Pin the calling thread to the n-th CPU it may run on (mod their count).
+ * Does nothing with fewer than two allowed CPUs. */
+static void pin_self(unsigned n)
+{
+    cpu_set_t all, one;
+    if (sched_getaffinity(0, sizeof all, &all) || CPU_COUNT(&all) < 2)
+        return;
+    n %= (unsigned)CPU_COUNT(&all);
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (CPU_ISSET(c, &all) && n-- == 0) {
+            CPU_ZERO(&one);
+            CPU_SET(c, &one);
+            pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+            return;
+        }
+    }
+}
+
+/* A barrier so that all threads start the timed part together. */
+static pthread_barrier_t g_start;
+
+/* ------------------------------------------------------------------ churn */
+
+#define CHURN_SLOTS 2000
+
+typedef struct {
+    unsigned id;
+    long ops;
+    uint64_t sum;
+    int bad;
+} churn_arg_t;
+
+/* Write a tag at both ends of a block, and check it before freeing. */
+static inline void tag_block(unsigned char *p, size_t n, unsigned char t)
+{
+    p[0] = t;
+    p[n / 2] = t;
+    p[n - 1] = t;
+}
+
+static void *churn_thread(void *varg)
+{
+    churn_arg_t *a = varg;
+    rng_t r;
+    rng_seed(&r, 1000 + a->id);
+    unsigned char *slot[CHURN_SLOTS];
+    size_t len[CHURN_SLOTS];
+    uint64_t sum = 0;
+    int bad = 0;
+
+    /* Fill the working set before the timed loop. */
+    for (size_t i = 0; i < CHURN_SLOTS; i++) {
+        len[i] = rng_logsize(&r, 3, 15);              /* 8 B .. 32 KiB-1 */
+        slot[i] = malloc(len[i]);
+        if (!slot[i])
+            die("churn: malloc failed");
+        tag_block(slot[i], len[i], (unsigned char)i);
+    }
+    pthread_barrier_wait(&g_start);
+
+    for (long op = 0; op < a->ops; op++) {
+        size_t i = rng_below(&r, CHURN_SLOTS);
+        unsigned char *old = slot[i];
+        unsigned char t = old[0];
+        bad |= old[len[i] - 1] != t;
+        sum += t;
+        free(old);
+        size_t n = rng_logsize(&r, 3, 15);
+        unsigned char *p = malloc(n);
+        if (!p)
+            die("churn: malloc failed");
+        ESCAPE(p);
+        tag_block(p, n, (unsigned char)op);
+        slot[i] = p;
+        len[i] = n;
+    }
+    for (size_t i = 0; i < CHURN_SLOTS; i++)
+        free(slot[i]);
+    a->sum = sum;
+    a->bad = bad;
+    return NULL;
+}
+
+static int run_churn(int argc, char **argv)
+{
+    if (argc < 1) {
+        fprintf(stderr, "usage: workloads churn THREADS [OPS_PER_THREAD]\n");
+        return 2;
+    }
+    long threads = parse_count(argv[0], "thread count");
+    long ops = argc > 1 ? parse_count(argv[1], "op count") : 2000000;
+    if (threads > 64)
+        die("churn: at most 64 threads");
+    pthread_t tid[64];
+    churn_arg_t arg[64];
+    pthread_barrier_init(&g_start, NULL, (unsigned)threads + 1);
+    long rss0 = rss_kb();
+    for (long t = 0; t < threads; t++) {
+        arg[t] = (churn_arg_t){.id = (unsigned)t, .ops = ops};
+        if (pthread_create(&tid[t], NULL, churn_thread, &arg[t]))
+            die("pthread_create failed");
+    }
+    pthread_barrier_wait(&g_start);
+    double t0 = now_s();
+    uint64_t sum = 0;
+    int bad = 0;
+    for (long t = 0; t < threads; t++) {
+        pthread_join(tid[t], NULL);
+        sum += arg[t].sum;
+        bad |= arg[t].bad;
+    }
+    double secs = now_s() - t0;
+    long rss1 = rss_kb();
+    if (bad)
+        die("churn: a block's tag changed (heap corruption)");
+    printf("workload=churn threads=%ld ops=%ld seconds=%.6f ns_per_op=%.2f "
+           "rss_before_kb=%ld rss_after_free_kb=%ld sizes=log-uniform:8-32767 "
+           "slots=%d checksum=%llu%s\n",
+           threads, threads * ops, secs, secs * 1e9 / (double)ops, rss0, rss1,
+           CHURN_SLOTS, (unsigned long long)sum, g_preload_note);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ batch */
+
+#define BATCH 128
+
+static int run_batch(int argc, char **argv)
+{
+    long rounds = argc > 0 ? parse_count(argv[0], "round count") : 200000;
+    void *blk[BATCH];
+    uint64_t sum = 0;
+    long rss0 = rss_kb();
+    double t0 = now_s();
+    for (long r = 0; r < rounds; r++) {
+        for (int i = 0; i < BATCH; i++) {
+            unsigned char *p = malloc(8);
+            if (!p)
+                die("batch: malloc failed");
+            ESCAPE(p);
+            p[0] = (unsigned char)i;
+            blk[i] = p;
+        }
+        for (int i = 0; i < BATCH; i++) {
+            sum += *(unsigned char *)blk[i];
+            free(blk[i]);
+        }
+    }
+    double secs = now_s() - t0;
+    long rss1 = rss_kb();
+    uint64_t want = (uint64_t)rounds * (BATCH * (BATCH - 1) / 2);
+    if (sum != want)
+        die("batch: a block's byte changed (heap corruption)");
+    long ops = rounds * BATCH;
+    printf("workload=batch threads=1 ops=%ld seconds=%.6f ns_per_op=%.2f "
+           "rss_before_kb=%ld rss_after_free_kb=%ld batch=%d size=8%s\n",
+           ops, secs, secs * 1e9 / (double)ops, rss0, rss1, BATCH, g_preload_note);
+    return 0;
+}
+
+/* --------------------------------------------------------------- prodcons */
+
+/* Single-producer single-consumer ring. A slot carries a batch of PC_BATCH
+ * block pointers, so the threads synchronise once per batch and the time
+ * goes to malloc and (remote) free rather than to the hand-off itself; one
+ * pointer per slot made the run time swing 3x with scheduling on 2 cores.
+ * At most RING * PC_BATCH = 1024 blocks are in flight (more in flight
+ * measures cache misses more than the allocator). The producer owns `head`,
+ * the consumer owns `tail`; acquire/release orders the batch contents. */
+#define RING 16
+#define PC_BATCH 64
+
+typedef struct {
+    _Alignas(64) _Atomic size_t head;
+    _Alignas(64) _Atomic size_t tail;
+    _Alignas(64) void *slot[RING][PC_BATCH];
+} ring_t;
+
+static ring_t g_ring;
+
+typedef struct {
+    long items;                /* a multiple of PC_BATCH */
+    int pin_producer, pin_consumer;   /* CPU index to pin to, or -1 */
+    uint64_t sum;
+    int bad;
+} pc_arg_t;
+
+/* Wait politely: spin a little, then give the core away (there are only
+ * two cores and they are shared with other work). */
+static inline void backoff(unsigned *spins)
+{
+    if (++*spins < 64)
+        __asm__ volatile("pause");
+    else {
+        *spins = 0;
+        sched_yield();
+    }
+}
+
+static void *producer(void *varg)
+{
+    pc_arg_t *a = varg;
+    rng_t r;
+    rng_seed(&r, 7);
+    if (a->pin_producer >= 0)
+        pin_self((unsigned)a->pin_producer);
+    pthread_barrier_wait(&g_start);
+    size_t head = 0;
+    long i = 0;
+    while (i < a->items) {
+        unsigned spins = 0;
+        while (head - atomic_load_explicit(&g_ring.tail, memory_order_acquire) >= RING)
+            backoff(&spins);
+        void **batch = g_ring.slot[head % RING];
+        for (int k = 0; k < PC_BATCH; k++, i++) {
+            size_t n = 16 + rng_below(&r, 512 - 16 + 1);   /* uniform 16..512 B */
+            uint32_t *p = malloc(n);
+            if (!p)
+                die("prodcons: malloc failed");
+            p[0] = (uint32_t)i;                          /* sequence number */
+            p[1] = (uint32_t)n;                          /* lets the consumer find the end */
+            ((unsigned char *)p)[n - 1] = (unsigned char)i;
+            batch[k] = p;
+        }
+        atomic_store_explicit(&g_ring.head, ++head, memory_order_release);
+    }
+    return NULL;
+}
+
+static void *consumer(void *varg)
+{
+    pc_arg_t *a = varg;
+    if (a->pin_consumer >= 0)
+        pin_self((unsigned)a->pin_consumer);
+    pthread_barrier_wait(&g_start);
+    size_t tail = 0;
+    uint64_t sum = 0;
+    int bad = 0;
+    long i = 0;
+    while (i < a->items) {
+        unsigned spins = 0;
+        while (atomic_load_explicit(&g_ring.head, memory_order_acquire) == tail)
+            backoff(&spins);
+        void **batch = g_ring.slot[tail % RING];
+        for (int k = 0; k < PC_BATCH; k++, i++) {
+            uint32_t *p = batch[k];
+            size_t n = p[1];
+            bad |= p[0] != (uint32_t)i || n < 16 || n > 512;
+            bad |= ((unsigned char *)p)[n - 1] != (unsigned char)i;
+            sum += p[0];
+            free(p);
+        }
+        atomic_store_explicit(&g_ring.tail, ++tail, memory_order_release);
+    }
+    a->sum = sum;
+    a->bad = bad;
+    return NULL;
+}
+
+static int run_prodcons(int argc, char **argv)
+{
+    long items = argc > 0 ? parse_count(argv[0], "item count") : 4000000;
+    /* Where the two threads run. On this project's 2 shared vCPUs the
+     * choice decides the result: left to the scheduler (`free`) the run
+     * lands in one of two regimes from run to run, up to 5x apart; with one
+     * thread per CPU (`split`) every block's cache lines cross cores and
+     * the time swings with the neighbours' load; on one CPU (`same`, the
+     * default) the threads take turns a ring-full at a time and the time is
+     * steady within a few percent, the remote-free path still taken for
+     * every block. */
+    const char *placement = argc > 1 ? argv[1] : "same";
+    int pin_p, pin_c;
+    if (!strcmp(placement, "same"))
+        pin_p = 0, pin_c = 0;
+    else if (!strcmp(placement, "split"))
+        pin_p = 0, pin_c = 1;
+    else if (!strcmp(placement, "free"))
+        pin_p = -1, pin_c = -1;
+    else {
+        fprintf(stderr, "workloads: prodcons placement is same, split or free\n");
+        return 2;
+    }
+    items = (items + PC_BATCH - 1) / PC_BATCH * PC_BATCH;
+    if (items > (long)UINT32_MAX)
+        die("prodcons: at most 2^32-1 items");
+    pc_arg_t arg = {.items = items, .pin_producer = pin_p, .pin_consumer = pin_c};
+    pthread_t tp, tc;
+    pthread_barrier_init(&g_start, NULL, 3);
+    long rss0 = rss_kb();
+    if (pthread_create(&tc, NULL, consumer, &arg) || pthread_create(&tp, NULL, producer, &arg))
+        die("pthread_create failed");
+    pthread_barrier_wait(&g_start);
+    double t0 = now_s();
+    pthread_join(tp, NULL);
+    pthread_join(tc, NULL);
+    double secs = now_s() - t0;
+    long rss1 = rss_kb();
+    if (arg.bad || arg.sum != (uint64_t)items * (uint64_t)(items - 1) / 2)
+        die("prodcons: a block arrived changed or out of order");
+    printf("workload=prodcons threads=2 ops=%ld seconds=%.6f ns_per_op=%.2f "
+           "rss_before_kb=%ld rss_after_free_kb=%ld sizes=uniform:16-512 ring=%dx%d "
+           "placement=%s%s\n",
+           items, secs, secs * 1e9 / (double)items, rss0, rss1, RING, PC_BATCH,
+           placement, g_preload_note);
+    return 0;
+}
+
+/* -------------------------------------------------------------- memreturn */
+
+static int run_memreturn(int argc, char **argv)
+{
+    long mib = argc > 0 ? parse_count(argv[0], "MiB") : 200;
+    long settle_ms = 0;
+    if (argc > 1 && strcmp(argv[1], "0") != 0)
+        settle_ms = parse_count(argv[1], "settle_ms");
+    size_t target = (size_t)mib << 20;
+    size_t big_bytes = target / 10;              /* ~10% in 1 MiB blocks */
+    size_t nbig = big_bytes >> 20;
+    rng_t r;
+    rng_seed(&r, 42);
+
+    /* The pointer table is allocated (with the allocator under test) before
+     * the first RSS reading and freed after the last one. Small blocks
+     * average ~8 KiB, so a quarter of that per entry leaves ample slack;
+     * the RNG is fixed, so the count is the same every run. */
+    size_t cap = target / 2048 + nbig + 16;
+    void **blk = malloc(cap * sizeof *blk);
+    size_t *len = malloc(cap * sizeof *len);
+    if (!blk || !len)
+        die("memreturn: malloc failed");
+    memset(blk, 0, cap * sizeof *blk);
+    memset(len, 0, cap * sizeof *len);
+
+    long rss_before = rss_kb();
+    double t0 = now_s();
+    size_t n = 0, bytes = 0, big_done = 0;
+    size_t big_every = nbig ? (target - big_bytes) / nbig : 0;
+    size_t next_big = big_every;
+    while (bytes < target) {
+        if (n == cap)
+            die("memreturn: pointer table too small");
+        size_t sz;
+        if (big_done < nbig && bytes >= next_big) {
+            sz = (size_t)1 << 20;
+            big_done++;
+            next_big += big_every;
+        } else {
+            sz = rng_logsize(&r, 4, 16);                   /* 16 B .. 64 KiB-1 */
+        }
+        unsigned char *p = malloc(sz);
+        if (!p)
+            die("memreturn: malloc failed");
+        memset(p, (int)(n & 0xff), sz);                  /* touch every page */
+        blk[n] = p;
+        len[n] = sz;
+        n++;
+        bytes += sz;
+    }
+    long rss_peak = rss_kb();
+    double t1 = now_s();
+
+    /* Free in a random order (Fisher-Yates shuffle of the table first). */
+    for (size_t i = n - 1; i > 0; i--) {
+        size_t j = rng_below(&r, i + 1);
+        void *tp = blk[i]; blk[i] = blk[j]; blk[j] = tp;
+        size_t tl = len[i]; len[i] = len[j]; len[j] = tl;
+    }
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char *p = blk[i];
+        bad |= p[0] != p[len[i] - 1];
+        free(p);
+    }
+    double t2 = now_s();
+    long rss_after = rss_kb();
+    if (bad)
+        die("memreturn: a block's bytes changed (heap corruption)");
+
+    long rss_settled = -1;
+    if (settle_ms) {
+        /* Optional: idle, then one small malloc/free so that an allocator
+         * that returns memory lazily (on its next operation) gets a chance. */
+        struct timespec ts = {settle_ms / 1000, (settle_ms % 1000) * 1000000};
+        nanosleep(&ts, NULL);
+        void *p = malloc(32);
+        ESCAPE(p);
+        free(p);
+        rss_settled = rss_kb();
+    }
+    free(blk);
+    free(len);
+
+    printf("workload=memreturn threads=1 ops=%zu seconds=%.6f alloc_seconds=%.6f "
+           "free_seconds=%.6f bytes=%zu big_blocks=%zu rss_before_kb=%ld "
+           "rss_peak_kb=%ld rss_after_free_kb=%ld after_free_pct_of_peak=%.1f",
+           n, t2 - t0, t1 - t0, t2 - t1, bytes, big_done, rss_before, rss_peak,
+           rss_after, rss_peak > 0 ? 100.0 * (double)rss_after / (double)rss_peak : 0.0);
+    if (settle_ms)
+        printf(" settle_ms=%ld rss_after_settle_kb=%ld", settle_ms, rss_settled);
+    printf(" sizes=log-uniform:16-65535+1MiB%s\n", g_preload_note);
+    return 0;
+}
+
+/* ------------------------------------------------------------------- main */
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr,
+                "usage: workloads churn THREADS [OPS_PER_THREAD]\n"
+                "       workloads batch [ROUNDS]\n"
+                "       workloads prodcons [ITEMS [same|split|free]]\n"
+                "       workloads memreturn [MIB [SETTLE_MS]]\n");
+        return 2;
+    }
+    check_preload();
+    const char *w = argv[1];
+    if (!strcmp(w, "churn"))
+        return run_churn(argc - 2, argv + 2);
+    if (!strcmp(w, "batch"))
+        return run_batch(argc - 2, argv + 2);
+    if (!strcmp(w, "prodcons"))
+        return run_prodcons(argc - 2, argv + 2);
+    if (!strcmp(w, "memreturn"))
+        return run_memreturn(argc - 2, argv + 2);
+    fprintf(stderr, "workloads: unknown workload '%s'\n", w);
+    return 2;
+}
