@@ -5,6 +5,7 @@
  * affinity mask (seed 001: glibc 2.34-2.38 counted the mask, so a pinned
  * process with many threads shared a handful of arenas).  arena_max caps it. */
 #include <errno.h>
+#include <sched.h>
 
 #include "heap.h"
 
@@ -16,7 +17,16 @@
 static __thread unsigned tl_lock_depth __attribute__((tls_model("initial-exec")));
 static __thread sigset_t tl_saved_mask __attribute__((tls_model("initial-exec")));
 
+/* Raised by a thread that is about to fork.  Mutexes are not fair: without
+ * the gate, threads that take an arena lock in a loop can keep the forking
+ * thread waiting for a second.  Only a thread holding no allocator lock
+ * waits at the gate, so it can never block the fork it waits for. */
+_Atomic unsigned vg_fork_gate;
+__thread unsigned vg_tl_forking __attribute__((tls_model("initial-exec")));
+
 void vg_lock(struct vg_lock *l) {
+  if (tl_lock_depth == 0 && unlikely(load_relaxed(&vg_fork_gate) != 0) && !vg_tl_forking)
+    while (load_acquire(&vg_fork_gate) != 0) sched_yield();
   if (tl_lock_depth++ == 0) {
     sigset_t all;
     sigfillset(&all);
@@ -131,6 +141,7 @@ static struct segment *arena_run(struct arena *a, unsigned n, unsigned align_pag
 static bool claim_run(struct arena *a, struct segment *s, unsigned first, unsigned n) {
   take_dirty(a, s, first, n);
   if (s->decommitted & ((n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1)) << first)) {
+    vg_decommit_refault(a);
     if (!vg_commit_run(s, first, n)) return false;
   }
   return true;
@@ -283,6 +294,7 @@ static struct heap *heap_new(void) {
     for (unsigned c = 0; c < VG_NCLASSES; c++) {
       h->cur[c] = &vg_empty_page;
       h->avail[c] = NULL;
+      h->spare[c] = NULL;
     }
     h->full = NULL;
     h->next_free = NULL;

@@ -66,11 +66,45 @@ int vg_decommit_arena(struct arena *a, bool all) {
   return released;
 }
 
+/* The arena's threshold: the tunable, or more where the arena has learnt
+ * that it needs more (see vg_decommit_refault). */
+static size_t arena_threshold(struct arena *a) {
+  size_t t = vg_trim_threshold();
+  return load_relaxed(&vg_opt_thresholds_fixed) || a->trim < t ? t : a->trim;
+}
+
+/* A returned page is needed again within decay_ms of being returned: the
+ * threshold was too low for this arena's working set, so double it (up to
+ * 8 MiB), as glibc's dynamic threshold does for mmapped chunks. */
+void vg_decommit_refault(struct arena *a) {
+  uint64_t decay_ns = (uint64_t)vg_option(OPT_decay_ms) * 1000000u;
+  if (load_relaxed(&vg_opt_thresholds_fixed) || vg_os_now_ns() - a->last_purge >= decay_ns) return;
+  size_t t = arena_threshold(a);
+  if (t < ((size_t)8 << 20)) {
+    a->trim = t ? 2 * t : VG_PAGE;
+    VG_PROBE2(threshold, a->index, a->trim);
+  }
+}
+
+/* A thread left: its working set is gone, so the arena forgets what it
+ * learnt and returns what exceeds the tunable. */
+void vg_decommit_thread_exit(struct arena *a) {
+  vg_lock(&a->lock);
+  a->trim = 0;
+  if (a->dirty > vg_trim_threshold()) {
+    vg_decommit_arena(a, false);
+    a->last_purge = vg_os_now_ns();
+  }
+  vg_unlock(&a->lock);
+}
+
 void vg_decommit_after_free(struct arena *a) {
   size_t decay = vg_option(OPT_decay_ms);
-  if (a->dirty > vg_trim_threshold() ||
-      (a->dirty > 0 && vg_os_now_ns() - a->dirty_since >= (uint64_t)decay * 1000000u))
+  uint64_t now = vg_os_now_ns();
+  if (a->dirty > arena_threshold(a) || (a->dirty > 0 && now - a->dirty_since >= (uint64_t)decay * 1000000u)) {
     vg_decommit_arena(a, false);
+    a->last_purge = now;
+  }
 }
 
 /* malloc_trim: everything that can go back, goes back now. */

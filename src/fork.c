@@ -29,6 +29,10 @@ static unsigned locked_arenas;
 static void prepare(void) {
   if (!load_acquire(&vg_ready)) return;
   _IO_list_lock();
+  /* Raise the gate only now: a thread waiting at it may hold a FILE lock
+   * that fflush(NULL) needs before it releases the list lock. */
+  vg_tl_forking = 1;
+  atomic_fetch_add_explicit(&vg_fork_gate, 1, memory_order_relaxed);
   vg_lock(&vg_heap_pool_lock);
   locked_arenas = load_relaxed(&vg_narenas);
   for (unsigned i = 0; i < locked_arenas; i++)
@@ -45,6 +49,8 @@ static void parent(void) {
     if (vg_arenas[i]) vg_unlock(&vg_arenas[i]->lock);
   vg_unlock(&vg_heap_pool_lock);
   _IO_list_unlock();
+  atomic_fetch_sub_explicit(&vg_fork_gate, 1, memory_order_release);
+  vg_tl_forking = 0;
 }
 
 static void child(void) {
@@ -57,6 +63,8 @@ static void child(void) {
   for (unsigned i = locked_arenas; i-- > 0;)
     if (vg_arenas[i]) vg_lock_reinit_held(&vg_arenas[i]->lock);
   vg_lock_reinit_held(&vg_heap_pool_lock);
+  store_relaxed(&vg_fork_gate, 0); /* the other forkers are not in this process */
+  vg_tl_forking = 0;
   /* The other threads' heaps may be mid-update and their threads are gone:
    * they are orphaned (kept, never reused).  So is this thread's heap if the
    * fork came from a signal handler that interrupted vigil. */

@@ -52,7 +52,14 @@ void vg_heap_page_refill(struct heap *h, struct page *pg) {
     }
   }
   if (load_relaxed(&pg->used) == 0 && h->cur[cls] != pg) {
-    /* An empty page that is not the current one goes back to the arena. */
+    /* Keep one empty page per class, so a working set that breathes does
+     * not move pages to and from the arena on every swing. */
+    struct page *sp = h->spare[cls];
+    if (sp == NULL || sp == pg || load_relaxed(&sp->used) != 0) {
+      h->spare[cls] = pg;
+      return;
+    }
+    /* Another empty page goes back to the arena. */
     list_remove(&h->avail[cls], pg);
     struct segment *s = segment_of_page(pg);
     struct arena *a = s->arena;
@@ -143,6 +150,7 @@ void vg_heap_abandon(struct heap *h) {
   for (unsigned c = 0; c < VG_NCLASSES; c++) {
     abandon_list(h->avail[c]);
     h->avail[c] = NULL;
+    h->spare[c] = NULL;
     h->cur[c] = &vg_empty_page;
   }
   abandon_list(h->full);
@@ -152,5 +160,6 @@ void vg_heap_abandon(struct heap *h) {
   if (vg_tl_heap == h) vg_tl_heap = NULL;
   drain_list(atomic_exchange_explicit(&h->remote, VG_REMOTE_CLOSED, memory_order_acq_rel));
   atomic_fetch_sub_explicit(&h->arena->threads, 1, memory_order_relaxed);
+  vg_decommit_thread_exit(h->arena);
   vg_heap_pool_put(h);
 }

@@ -180,6 +180,8 @@ void vg_lock(struct vg_lock *l) HIDDEN;
 void vg_unlock(struct vg_lock *l) HIDDEN;
 void vg_lock_reinit(struct vg_lock *l) HIDDEN;
 void vg_lock_reinit_held(struct vg_lock *l) HIDDEN; /* fork child */
+extern _Atomic unsigned vg_fork_gate;
+extern __thread unsigned vg_tl_forking __attribute__((tls_model("initial-exec")));
 extern struct vg_lock vg_meta_lock;
 
 /* ---- thread heaps (heap.c) --------------------------------------------- */
@@ -190,6 +192,7 @@ struct heap {
   struct page *cur[VG_NCLASSES];   /* page to allocate from; &vg_empty_page if none */
   struct page *avail[VG_NCLASSES]; /* pages of the class that may have room */
   struct page *full;               /* pages with no room; any class */
+  struct page *spare[VG_NCLASSES]; /* an empty page kept for reuse (if still empty) */
   _Atomic uintptr_t remote;        /* blocks freed by other threads; VG_REMOTE_CLOSED once abandoned */
   struct arena *arena;
   struct heap *next_free; /* pool free list */
@@ -217,6 +220,8 @@ struct arena {
   struct page *abandoned[VG_NCLASSES];
   size_t dirty;          /* bytes in free pages not yet returned */
   uint64_t dirty_since;  /* when dirty last became non-zero */
+  size_t trim;           /* this arena's self-adjusted trim threshold */
+  uint64_t last_purge;   /* when dirty pages last went back */
   size_t mapped;         /* bytes in this arena's segments */
   unsigned index;
   _Atomic unsigned threads; /* heaps attached */
@@ -247,6 +252,8 @@ extern _Atomic size_t vg_segments_mapped, vg_segments_total;
 
 /* ---- decommit policy (decommit.c) ---------------------------------------- */
 void vg_decommit_after_free(struct arena *a) HIDDEN; /* caller holds a->lock */
+void vg_decommit_refault(struct arena *a) HIDDEN;    /* caller holds a->lock */
+void vg_decommit_thread_exit(struct arena *a) HIDDEN;
 int vg_decommit_arena(struct arena *a, bool all) HIDDEN; /* purge; caller holds lock */
 int vg_decommit_remap(void) HIDDEN;
 int vg_trim_all(void) HIDDEN;

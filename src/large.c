@@ -188,40 +188,46 @@ size_t vg_large_usable(const void *p) {
 void *vg_large_realloc(void *p, size_t size) {
   size_t ps = vg_os_page_size();
   if (size > PTRDIFF_MAX - 4 * ps) return NULL;
+  size_t nlen = align_up(size, ps);
+  /* The entry leaves the table while the syscalls run: once the pages have
+   * moved, another thread may map a new block at the old address, and two
+   * entries must never share a key. */
   vg_lock(&vg_large_lock);
   struct large *f = find((uintptr_t)p);
   if (f == NULL) vg_fatal(V_INVALID_POINTER, p);
-  struct large e = *f;
+  struct large e = *f, n = e;
+  if (nlen == e.ulen) {
+    vg_unlock(&vg_large_lock);
+    return p;
+  }
+  remove_entry(f);
   vg_unlock(&vg_large_lock);
   uint8_t *user = (uint8_t *)e.user, *end = e.map + e.maplen;
-  size_t nlen = align_up(size, ps);
-  struct large n = e;
-  if (nlen == e.ulen) return p;
+  void *result = NULL;
   if (nlen < e.ulen) {
-    if (vg_os_protect(user + nlen, ps, 0) != 0) return NULL;
-    vg_os_unmap(user + nlen + ps, (size_t)(end - (user + nlen + ps)));
-    n.ulen = nlen;
-    n.maplen = (size_t)(user + nlen + ps - e.map);
+    if (vg_os_protect(user + nlen, ps, 0) == 0) {
+      vg_os_unmap(user + nlen + ps, (size_t)(end - (user + nlen + ps)));
+      n.ulen = nlen;
+      n.maplen = (size_t)(user + nlen + ps - e.map);
+      result = p;
+    }
   } else {
     uint8_t *r = vg_os_map(NULL, nlen + 2 * ps, 0);
-    if (r == NULL) return NULL;
-    if (vg_os_remap(user, e.ulen, nlen, r + ps) == NULL) {
+    if (r != NULL && vg_os_remap(user, e.ulen, nlen, r + ps) != NULL) {
+      vg_os_unmap(e.map, (size_t)(user - e.map));
+      vg_os_unmap(user + e.ulen, (size_t)(end - (user + e.ulen)));
+      n = (struct large){(uintptr_t)(r + ps), r, nlen + 2 * ps, nlen};
+      result = (void *)n.user;
+    } else if (r != NULL) {
       vg_os_unmap(r, nlen + 2 * ps);
-      return NULL;
     }
-    vg_os_unmap(e.map, (size_t)(user - e.map));
-    vg_os_unmap(user + e.ulen, (size_t)(end - (user + e.ulen)));
-    n = (struct large){(uintptr_t)(r + ps), r, nlen + 2 * ps, nlen};
   }
   vg_lock(&vg_large_lock);
-  f = find(e.user);
-  if (f == NULL) vg_fatal(V_CORRUPT_LARGE, p);
-  remove_entry(f);
-  put(n); /* cannot grow: one entry out, one in */
+  put(n); /* cannot need to grow: this entry was taken out above */
   live_bytes = live_bytes - e.ulen + n.ulen;
   vg_unlock(&vg_large_lock);
-  VG_PROBE2(large_remap, e.ulen, n.ulen);
-  return (void *)n.user;
+  if (result) VG_PROBE2(large_remap, e.ulen, n.ulen);
+  return result;
 }
 
 int vg_large_trim(void) {

@@ -56,6 +56,7 @@ static void *getliner(void *arg) {
     size_t cap = 0;
     if (getline(&line, &cap, f) < 0) rewind(f);
     free(line); /* so the next getline allocates again, under the FILE lock */
+    usleep(20); /* leave the forker a chance at the stdio locks: they are not fair */
   }
   fclose(f);
   return NULL;
@@ -73,6 +74,7 @@ static void *flusher(void *arg) {
       fclose(m);
       free(buf);
     }
+    usleep(20);
   }
   return NULL;
 }
@@ -114,7 +116,7 @@ static void fork_storm(int forks) {
   FILE *f = fdopen(fd, "w");
   /* Long lines make getline grow its buffer into spans and large blocks,
    * whose allocation takes an allocator lock while the FILE lock is held. */
-  for (int i = 0; i < 400; i++) fprintf(f, "line %d %0*d\n", i, i % 8 == 0 ? 100000 + i * 1000 : i, 7);
+  for (int i = 0; i < 400; i++) fprintf(f, "line %d %0*d\n", i, i % 16 == 0 ? 70000 + (i % 5) * 20000 : i, 7);
   fclose(f);
 
   pthread_t t[5];
@@ -124,13 +126,24 @@ static void fork_storm(int forks) {
   pthread_create(&t[3], NULL, flusher, NULL);
   pthread_create(&t[4], NULL, getliner, NULL);
   int failures = 0;
+  double fork_total = 0, fork_max = 0, wait_total = 0;
   for (int i = 0; i < forks && failures < 5; i++) {
     alarm(30); /* a fork (or child) that takes this long is a deadlock */
+    struct timespec t0, t1, t2;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     pid_t pid = fork();
     REQUIRE(pid >= 0, "fork: %s", strerror(errno));
     if (pid == 0) _exit(child_work());
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     failures += wait_child(pid, "fork storm", i);
+    clock_gettime(CLOCK_MONOTONIC, &t2);
+    double f = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    fork_total += f;
+    fork_max = f > fork_max ? f : fork_max;
+    wait_total += (double)(t2.tv_sec - t1.tv_sec) + (double)(t2.tv_nsec - t1.tv_nsec) * 1e-9;
   }
+  printf("fork storm: %d forks, fork() total %.2f s (max %.3f s), children total %.2f s\n", forks, fork_total,
+         fork_max, wait_total);
   stop = 1;
   for (int i = 0; i < 5; i++) pthread_join(t[i], NULL);
   unlink(path);
@@ -189,7 +202,7 @@ static void fork_in_handler(int signals) {
 }
 
 int main(int argc, char **argv) {
-  int forks = argc > 1 ? atoi(argv[1]) : 1000;
+  int forks = argc > 1 ? atoi(argv[1]) : 3000;
   fork_storm(forks);
   fork_in_handler(forks / 3);
   return test_done("seed_fork_storm");
