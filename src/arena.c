@@ -154,6 +154,7 @@ struct page *vg_arena_page(struct arena *a, struct heap *h, unsigned cls) {
     a->abandoned[cls] = pg->next;
     if (pg->next) pg->next->prev = NULL;
     pg->next = pg->prev = NULL;
+    pg->in_full = 0;
   } else {
     unsigned first, n = class_pages(cls);
     struct segment *s = arena_run(a, n, 1, &first);
@@ -184,6 +185,15 @@ void vg_arena_free_run(struct segment *s, unsigned first) {
   vg_decommit_after_free(a);
 }
 
+/* The abandoned list of a class holds only pages with room. */
+static void abandoned_push(struct arena *a, struct page *pg) {
+  pg->in_full = 0;
+  pg->prev = NULL;
+  pg->next = a->abandoned[pg->cls];
+  if (pg->next) pg->next->prev = pg;
+  a->abandoned[pg->cls] = pg;
+}
+
 /* A block of a page no thread owns: freed under the arena lock. */
 void vg_arena_free_abandoned(struct page *pg, struct block *b) {
   struct segment *s = segment_of_page(pg);
@@ -203,6 +213,7 @@ void vg_arena_free_abandoned(struct page *pg, struct block *b) {
   pg->free = b;
   uint32_t used = load_relaxed(&pg->used) - 1;
   store_relaxed(&pg->used, used);
+  if (pg->in_full) abandoned_push(a, pg); /* it has room now */
   if (used == 0) {
     if (pg->prev) pg->prev->next = pg->next;
     else a->abandoned[pg->cls] = pg->next;
@@ -222,11 +233,11 @@ void vg_arena_abandon_page(struct page *pg) {
   atomic_store_explicit(&pg->owner, NULL, memory_order_release);
   if (load_relaxed(&pg->used) == 0) {
     vg_arena_free_run(s, page_index(s, pg));
+  } else if (pg->free == NULL && pg->reserved == pg->capacity) {
+    /* Full: on no list until a free gives it room (in_full marks that). */
+    pg->in_full = 1;
   } else {
-    pg->prev = NULL;
-    pg->next = a->abandoned[pg->cls];
-    if (pg->next) pg->next->prev = pg;
-    a->abandoned[pg->cls] = pg;
+    abandoned_push(a, pg);
   }
   vg_unlock(&a->lock);
 }

@@ -1,0 +1,94 @@
+/* Seed 000 (mremap): growing a large block moves its pages with mremap, no
+ * copy.  Also the regression test for a race found by seed_fork_storm: after
+ * mremap moved the pages, another thread could map a new block at the old
+ * address while the old table entry was still present, leaving two entries
+ * with one key and a wrong usable size (a later realloc copied past the end
+ * of the mapping). */
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "internal.h"
+#include "testlib.h"
+
+static _Atomic int bad;
+
+static void *grower(void *arg) {
+  unsigned seed = (unsigned)(uintptr_t)arg;
+  for (int round = 0; round < 400 && !bad; round++) {
+    size_t n = 150000 + (seed = seed * 1103515245u + 12345u) % 50000;
+    unsigned char *p = malloc(n);
+    if (!p) { bad = 1; break; }
+    memset(p, 0x5a, n);
+    for (int step = 0; step < 4; step++) {
+      size_t m = n * 2 + 4096;
+      unsigned char *q = realloc(p, m);
+      if (!q) { bad = 1; break; }
+      size_t u = malloc_usable_size(q);
+      if (u < m || q[n - 1] != 0x5a || q[0] != 0x5a) {
+        fprintf(stderr, "realloc to %zu: usable %zu, contents %02x %02x\n", m, u, q[0], q[n - 1]);
+        bad = 1;
+      }
+      q[u - 1] = 1; /* the whole usable size must be mapped */
+      memset(q + n, 0x5a, m - n);
+      p = q;
+      n = m;
+    }
+    free(p);
+    /* Churn other large mappings, so freed addresses get reused. */
+    void *other = malloc(160000 + round * 64);
+    free(other);
+  }
+  return NULL;
+}
+
+static _Atomic int stop;
+/* Maps and unmaps blocks of the growers' sizes, so that a just-vacated
+ * address is handed out again while a grower is between mremap and its
+ * table update. */
+static void *churner(void *arg) {
+  unsigned seed = (unsigned)(uintptr_t)arg;
+  while (!stop) {
+    size_t n = 300000 + (seed = seed * 1103515245u + 12345u) % 2000000;
+    unsigned char *p = malloc(n);
+    if (p) {
+      p[0] = p[n - 1] = 1;
+      free(p);
+    }
+  }
+  return NULL;
+}
+
+int main(void) {
+  /* mremap, not copy: growing a 1 MiB block to 16 MiB. */
+  mallopt(M_MMAP_THRESHOLD, 256 << 10);
+  unsigned char *p = malloc(1 << 20);
+  REQUIRE(p, "malloc");
+  for (size_t i = 0; i < (1 << 20); i += 4096) p[i] = (unsigned char)(i >> 12);
+  unsigned long r0 = load_relaxed(&vg_os_counts.remap);
+  unsigned char *q = realloc(p, 16 << 20);
+  REQUIRE(q, "realloc");
+  CHECK(load_relaxed(&vg_os_counts.remap) == r0 + 1, "grow used %lu mremap calls", load_relaxed(&vg_os_counts.remap) - r0);
+  int same = 1;
+  for (size_t i = 0; i < (1 << 20); i += 4096) same &= q[i] == (unsigned char)(i >> 12);
+  CHECK(same, "contents lost by mremap");
+  q[(16 << 20) - 1] = 7;
+  /* Shrinking within the same class of use keeps the block in place. */
+  unsigned char *s = realloc(q, 10 << 20);
+  CHECK(s == q, "shrink moved the block");
+  CHECK(malloc_usable_size(s) >= (10 << 20), "usable after shrink");
+  free(s);
+
+  vg_option_set(OPT_large_cache, 0); /* every free unmaps: addresses recycle */
+  pthread_t t[4], c[2];
+  for (int i = 0; i < 2; i++) pthread_create(&c[i], NULL, churner, (void *)(uintptr_t)(i + 7));
+  for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, grower, (void *)(uintptr_t)(i + 1));
+  for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+  stop = 1;
+  for (int i = 0; i < 2; i++) pthread_join(c[i], NULL);
+  CHECK(!bad, "concurrent large realloc failed (see above)");
+  struct mallinfo2 mi = mallinfo2();
+  CHECK(mi.hblks == 0, "%zu large blocks still live", mi.hblks);
+  return test_done("seed_large_realloc");
+}
