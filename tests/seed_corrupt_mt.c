@@ -1,0 +1,178 @@
+/* Seed 000: on corruption glibc's malloc_printerr called backtrace(), which
+ * called malloc: recursion, or deadlock on the arena lock or pthread_once.
+ * vigil's fatal path never allocates and takes no allocator lock.  Each case
+ * corrupts the heap in a child process while 8 other threads allocate and
+ * free (taking every kind of allocator lock); the child must die of SIGABRT
+ * within a second, having printed the exact message.  Repeated many times:
+ * a deadlock that needs an unlucky interleaving must get its chance. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testlib.h"
+
+/* Called through volatile pointers: the compiler must not see (and delete,
+ * or warn about) the deliberate misuse. */
+static void *(*volatile do_malloc)(size_t) = malloc;
+static void (*volatile do_free)(void *) = free;
+
+static void *busy(void *arg) {
+  unsigned s = (unsigned)(uintptr_t)arg;
+  void *keep[32] = {0};
+  for (;;) {
+    s = s * 1103515245u + 12345u;
+    unsigned i = (s >> 8) % 32;
+    free(keep[i]);
+    keep[i] = malloc((s >> 12) % 7 == 0 ? (s >> 4) % (300 << 10) : (s >> 4) % 1024);
+  }
+  return NULL;
+}
+
+static void *peer_block;
+static void *double_free_elsewhere(void *arg) {
+  (void)arg;
+  do_free(peer_block);
+  do_free(peer_block); /* both remote: caught when the owner drains */
+  return NULL;
+}
+
+/* Two blocks of a class the busy threads never use: the page stays
+ * abandoned (no thread adopts it) and in use (the second block). */
+static void *alloc_and_exit(void *arg) {
+  (void)do_malloc((size_t)(uintptr_t)arg);
+  return do_malloc((size_t)(uintptr_t)arg);
+}
+
+static void corrupt(int kind) {
+  volatile char *p;
+  switch (kind) {
+    case 0: /* double free of a small block */
+      p = do_malloc(64);
+      do_free((void *)p);
+      do_free((void *)p);
+      break;
+    case 1: /* interior pointer */
+      p = do_malloc(256);
+      do_free((void *)(p + 32));
+      break;
+    case 2: { /* a pointer vigil never handed out */
+      char stack[64];
+      do_free(stack + 16);
+      break;
+    }
+    case 3: { /* use-after-free write over a free-list link */
+      char *a = do_malloc(48), *b = do_malloc(48);
+      do_free(a);
+      do_free(b); /* b's link points at a */
+      memset(b, 0x41, 16);
+      for (int i = 0; i < 64; i++) (void)do_malloc(48);
+      break;
+    }
+    case 4: /* double free of a large block */
+      p = do_malloc(8 << 20);
+      do_free((void *)p);
+      do_free((void *)p);
+      break;
+    case 5: { /* double free by another thread, through the remote list */
+      peer_block = do_malloc(40);
+      pthread_t t;
+      pthread_create(&t, NULL, double_free_elsewhere, NULL);
+      pthread_join(t, NULL);
+      /* Remote frees are checked when the owner drains its remote list,
+       * which it does when its current page runs out. */
+      for (int i = 0; i < 20000; i++) (void)do_malloc(40);
+      break;
+    }
+    case 6: { /* double free into a page whose owner exited: found under the arena lock */
+      pthread_t t;
+      void *blk;
+      pthread_create(&t, NULL, alloc_and_exit, (void *)(uintptr_t)3000);
+      pthread_join(t, &blk);
+      do_free(blk);
+      do_free(blk);
+      break;
+    }
+  }
+}
+
+static const struct {
+  const char *name, *message;
+} cases[] = {
+    {"double free", "vigil: double free at 0x"},
+    {"interior pointer", "vigil: invalid pointer at 0x"},
+    {"foreign pointer", "vigil: invalid pointer at 0x"},
+    {"free-list overwrite", "vigil: corrupted free list at 0x"},
+    {"large double free", "vigil: invalid pointer at 0x"},
+    {"remote double free", "vigil: double free at 0x"},
+    {"double free, owner exited", "vigil: double free at 0x"},
+};
+#define NCASES (int)(sizeof cases / sizeof cases[0])
+
+/* Runs one case in a child; returns 0 when it died as it should. */
+static int run_case(int kind, int round) {
+  int fds[2];
+  REQUIRE(pipe(fds) == 0, "pipe");
+  pid_t pid = fork();
+  REQUIRE(pid >= 0, "fork");
+  if (pid == 0) {
+    dup2(fds[1], 2);
+    close(fds[0]);
+    pthread_t t;
+    for (int i = 0; i < 8; i++) pthread_create(&t, NULL, busy, (void *)(uintptr_t)(i * 77 + round + 1));
+    usleep(2000); /* let them get going */
+    corrupt(kind);
+    /* A busy thread may have adopted the page: it then finds the double
+     * free when it drains its remote list, moments later. */
+    usleep(500000);
+    _exit(0); /* not reached if vigil caught it */
+  }
+  close(fds[1]);
+  char out[512] = {0};
+  size_t len = 0;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int st = 0, done = 0;
+  while (!done) {
+    struct pollfd pf = {fds[0], POLLIN, 0};
+    if (poll(&pf, 1, 50) > 0 && len < sizeof out - 1) {
+      ssize_t r = read(fds[0], out + len, sizeof out - 1 - len);
+      if (r > 0) len += (size_t)r;
+    }
+    if (waitpid(pid, &st, WNOHANG) == pid) done = 1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (!done && (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 > 1000) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &st, 0);
+      close(fds[0]);
+      CHECK(0, "%s (round %d): no abort within 1 s (hang); stderr: %s", cases[kind].name, round, out);
+      return 1;
+    }
+  }
+  ssize_t r;
+  while (len < sizeof out - 1 && (r = read(fds[0], out + len, sizeof out - 1 - len)) > 0) len += (size_t)r;
+  close(fds[0]);
+  int ok = WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT && strncmp(out, cases[kind].message, strlen(cases[kind].message)) == 0 &&
+           strchr(out, '\n') == out + len - 1; /* exactly one line */
+  CHECK(ok, "%s (round %d): %s %d, stderr '%s' (want '%s...')", cases[kind].name, round,
+        WIFSIGNALED(st) ? "signal" : "exit", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), out,
+        cases[kind].message);
+  return !ok;
+}
+
+int main(int argc, char **argv) {
+  int rounds = argc > 1 ? atoi(argv[1]) : 15;
+  int failed = 0;
+  for (int round = 0; round < rounds; round++)
+    for (int k = 0; k < NCASES; k++) failed += run_case(k, round);
+  printf("%d cases x %d rounds, %d failed\n", NCASES, rounds, failed);
+  return test_done("seed_corrupt_mt");
+}
