@@ -13,6 +13,8 @@ for t in "$BUILD"/tests/unit_* "$BUILD"/tests/api_* "$BUILD"/tests/seed_* tests/
   [ -e "$t" ] || continue
   case "$t" in *.log|*.d) continue ;; esac
   [ "$(basename "$t")" = run.sh ] && continue
+  # A binary whose source was removed is stale, not a test.
+  [[ "$t" == *.sh ]] || [ -f "tests/$(basename "$t").c" ] || continue
   [[ "$t" =~ $filter ]] || continue
   tests+=("$t")
 done
