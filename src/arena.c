@@ -79,7 +79,7 @@ static void *meta_alloc(size_t size) {
 }
 
 /* ---- arenas ---------------------------------------------------------------- */
-struct arena *vg_arenas[VG_ARENAS_MAX];
+struct arena *_Atomic vg_arenas[VG_ARENAS_MAX];
 _Atomic unsigned vg_narenas;
 static _Atomic unsigned next_arena;
 static unsigned cpu_count;
@@ -93,16 +93,17 @@ unsigned vg_arena_count(void) {
 
 /* Called with the heap pool lock held (lock order: pool, then arenas). */
 static struct arena *arena_get(unsigned i) {
-  if (vg_arenas[i] == NULL) {
-    struct arena *a = meta_alloc(sizeof *a);
+  struct arena *a = load_relaxed(&vg_arenas[i]); /* writers hold the pool lock */
+  if (a == NULL) {
+    a = meta_alloc(sizeof *a);
     if (a == NULL) return i > 0 ? arena_get(0) : NULL;
     memset(a, 0, sizeof *a);
     vg_lock_reinit(&a->lock);
     a->index = i;
-    vg_arenas[i] = a;
+    store_release(&vg_arenas[i], a);
     if (i + 1 > load_relaxed(&vg_narenas)) store_relaxed(&vg_narenas, i + 1);
   }
-  return vg_arenas[i];
+  return a;
 }
 
 /* Threads are spread round-robin. */

@@ -114,7 +114,7 @@ int vg_trim_all(void) {
   if (h) vg_heap_drain(h);
   unsigned n = load_relaxed(&vg_narenas);
   for (unsigned i = 0; i < n; i++) {
-    struct arena *a = vg_arenas[i];
+    struct arena *a = vg_arena_at(i);
     if (a == NULL) continue;
     vg_lock(&a->lock);
     released |= vg_decommit_arena(a, true);

@@ -36,7 +36,7 @@ static void prepare(void) {
   vg_lock(&vg_heap_pool_lock);
   locked_arenas = load_relaxed(&vg_narenas);
   for (unsigned i = 0; i < locked_arenas; i++)
-    if (vg_arenas[i]) vg_lock(&vg_arenas[i]->lock);
+    if (vg_arena_at(i)) vg_lock(&vg_arena_at(i)->lock);
   vg_lock(&vg_large_lock);
   vg_lock(&vg_meta_lock);
 }
@@ -46,7 +46,7 @@ static void parent(void) {
   vg_unlock(&vg_meta_lock);
   vg_unlock(&vg_large_lock);
   for (unsigned i = locked_arenas; i-- > 0;)
-    if (vg_arenas[i]) vg_unlock(&vg_arenas[i]->lock);
+    if (vg_arena_at(i)) vg_unlock(&vg_arena_at(i)->lock);
   vg_unlock(&vg_heap_pool_lock);
   _IO_list_unlock();
   atomic_fetch_sub_explicit(&vg_fork_gate, 1, memory_order_release);
@@ -61,7 +61,7 @@ static void child(void) {
   vg_lock_reinit_held(&vg_meta_lock);
   vg_lock_reinit_held(&vg_large_lock);
   for (unsigned i = locked_arenas; i-- > 0;)
-    if (vg_arenas[i]) vg_lock_reinit_held(&vg_arenas[i]->lock);
+    if (vg_arena_at(i)) vg_lock_reinit_held(&vg_arena_at(i)->lock);
   vg_lock_reinit_held(&vg_heap_pool_lock);
   store_relaxed(&vg_fork_gate, 0); /* the other forkers are not in this process */
   vg_tl_forking = 0;

@@ -226,7 +226,9 @@ struct arena {
   unsigned index;
   _Atomic unsigned threads; /* heaps attached */
 };
-extern struct arena *vg_arenas[VG_ARENAS_MAX];
+/* Published with a release store once initialised; read with vg_arena_at. */
+extern struct arena *_Atomic vg_arenas[VG_ARENAS_MAX];
+static inline struct arena *vg_arena_at(unsigned i) { return load_acquire(&vg_arenas[i]); }
 extern _Atomic unsigned vg_narenas; /* arenas created so far */
 unsigned vg_arena_count(void) HIDDEN; /* arenas threads are spread over */
 struct arena *vg_arena_pick(void) HIDDEN;

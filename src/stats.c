@@ -44,7 +44,7 @@ static void collect(struct totals *t, unsigned only) {
   memset(t, 0, sizeof *t);
   unsigned n = load_relaxed(&vg_narenas);
   for (unsigned i = 0; i < n; i++) {
-    struct arena *a = vg_arenas[i];
+    struct arena *a = vg_arena_at(i);
     if (a == NULL || (only != UINT32_MAX && only != i)) continue;
     vg_lock(&a->lock);
     add_arena(a, t);
@@ -92,7 +92,7 @@ int vigil_malloc_info(int options, FILE *fp) {
   fprintf(fp, "<malloc version=\"vigil-1\">\n");
   fprintf(fp, "<arenas count=\"%u\" created=\"%u\" cpus=\"%u\"/>\n", vg_arena_count(), n, vg_os_cpu_count());
   for (unsigned i = 0; i < n; i++) {
-    if (vg_arenas[i] == NULL) continue;
+    if (vg_arena_at(i) == NULL) continue;
     collect(&t, i);
     fprintf(fp,
             "<heap nr=\"%u\">\n<segments count=\"%zu\" bytes=\"%zu\"/>\n"
@@ -121,7 +121,7 @@ void vigil_malloc_stats(void) {
   struct vg_large_stats l;
   unsigned n = load_relaxed(&vg_narenas);
   for (unsigned i = 0; i < n; i++) {
-    if (vg_arenas[i] == NULL) continue;
+    if (vg_arena_at(i) == NULL) continue;
     collect(&t, i);
     fprintf(stderr, "Arena %u:\nsystem bytes     = %10zu\nin use bytes     = %10zu\n", i, t.arena_bytes,
             t.small_used + t.span_bytes);

@@ -100,7 +100,7 @@ static void test_decommit_accounting(void) {
   for (int i = 0; i < 40; i++) v[i] = vigil_malloc(100 << 10); /* spans */
   for (int i = 0; i < 40; i++) vigil_free(v[i]);
   for (unsigned i = 0; i < load_relaxed(&vg_narenas); i++) {
-    struct arena *a = vg_arenas[i];
+    struct arena *a = vg_arena_at(i);
     if (!a) continue;
     vg_lock(&a->lock);
     size_t dirty = 0;
