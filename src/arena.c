@@ -115,7 +115,7 @@ static struct arena *arena_pick_locked(void) {
 }
 
 static void take_dirty(struct arena *a, struct segment *s, unsigned first, unsigned n) {
-  uint64_t mask = (n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1)) << first;
+  uint64_t mask = run_mask(first, n);
   uint64_t was_dirty = s->dirty & mask & ~s->decommitted;
   a->dirty -= (size_t)__builtin_popcountll(was_dirty) * VG_PAGE;
   s->dirty &= ~mask;
@@ -141,7 +141,7 @@ static struct segment *arena_run(struct arena *a, unsigned n, unsigned align_pag
 
 static bool claim_run(struct arena *a, struct segment *s, unsigned first, unsigned n) {
   take_dirty(a, s, first, n);
-  if (s->decommitted & ((n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1)) << first)) {
+  if (s->decommitted & run_mask(first, n)) {
     vg_decommit_refault(a);
     if (!vg_commit_run(s, first, n)) return false;
   }
@@ -177,7 +177,7 @@ void vg_arena_free_run(struct segment *s, unsigned first) {
   struct page *pg = &s->pages[first];
   unsigned n = pg->npages;
   for (unsigned i = 0; i < n; i++) s->pages[first + i].kind = PK_FREE;
-  uint64_t mask = (n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1)) << first;
+  uint64_t mask = run_mask(first, n);
   s->used &= ~mask;
   if (a->dirty == 0) a->dirty_since = vg_os_now_ns();
   a->dirty += (size_t)__builtin_popcountll(mask & ~s->dirty & ~s->decommitted) * VG_PAGE;

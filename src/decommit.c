@@ -24,7 +24,7 @@ int vg_decommit_remap(void) { return remap_mode; }
 size_t vg_trim_threshold(void) { return vg_option(OPT_trim_threshold); }
 
 bool vg_commit_run(struct segment *s, unsigned first, unsigned n) {
-  uint64_t mask = (n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1)) << first;
+  uint64_t mask = run_mask(first, n);
   if (remap_mode && (s->decommitted & mask)) {
     if (vg_os_commit(page_addr(s, first), (size_t)n * VG_PAGE) != 0) return false;
   }
@@ -55,7 +55,7 @@ int vg_decommit_arena(struct arena *a, bool all) {
       unsigned n = (unsigned)__builtin_ctzll(~(d >> first));
       vg_os_decommit(page_addr(s, first), (size_t)n * VG_PAGE, remap_mode);
       VG_PROBE2(decommit, page_addr(s, first), (size_t)n * VG_PAGE);
-      uint64_t mask = (n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1)) << first;
+      uint64_t mask = run_mask(first, n);
       s->decommitted |= mask;
       d &= ~mask;
       released = 1;

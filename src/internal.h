@@ -115,6 +115,11 @@ extern uintptr_t vg_secret;
 #define VG_REGISTRY_WORDS (((size_t)1 << (VG_ADDR_BITS - VG_SEG_SHIFT)) / 64)
 extern _Atomic uint64_t vg_registry[VG_REGISTRY_WORDS];
 
+/* The bits of pages first..first+n-1 in a segment's page masks. */
+static inline uint64_t run_mask(unsigned first, unsigned n) {
+  return (n >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1)) << first;
+}
+
 static ALWAYS_INLINE struct segment *segment_of(const void *p) {
   uintptr_t a = (uintptr_t)p;
   uintptr_t idx = a >> VG_SEG_SHIFT;

@@ -22,7 +22,7 @@ static void mark_run(struct segment *s, unsigned first, unsigned n, uint8_t kind
   pg->next = pg->prev = NULL;
   pg->in_full = 0;
   pg->reserved = 0;
-  uint64_t mask = (n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1)) << first;
+  uint64_t mask = run_mask(first, n);
   s->used |= mask;
 }
 

@@ -80,7 +80,7 @@ void vg_segment_release(struct segment *s) {
 /* First run of n free pages starting at a multiple of align_pages, or -1. */
 int vg_segment_find_run(struct segment *s, unsigned n, unsigned align_pages) {
   if (n == 0 || n > VG_SEG_PAGES - VG_SEG_FIRST_PAGE) return -1;
-  uint64_t want = n == 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1);
+  uint64_t want = run_mask(0, n);
   unsigned i = (unsigned)align_up(VG_SEG_FIRST_PAGE, align_pages);
   for (; i + n <= VG_SEG_PAGES; i += align_pages)
     if ((s->used & (want << i)) == 0) return (int)i;
