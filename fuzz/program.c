@@ -355,8 +355,12 @@ int prog_parse(const char *line, struct op *o, char *err, size_t errcap) {
     else if (!strcmp(key, "nmemb")) ok = !neg, o->nmemb = (size_t)v;
     else if (!strcmp(key, "align")) ok = !neg, o->align = (size_t)v;
     else if (!strcmp(key, "byte")) ok = !neg && v < 256, o->byte = (uint8_t)v;
-    else if (!strcmp(key, "param")) ok = v <= 0x7fffffffull, o->param = neg ? -(int)v : (int)v;
-    else if (!strcmp(key, "value")) ok = v <= 0x80000000ull, o->value = neg ? (int)(-(long long)v) : (int)v;
+    else if (!strcmp(key, "param") || !strcmp(key, "value")) {
+      ok = v <= (neg ? 0x80000000ull : 0x7fffffffull);
+      int x = ok ? (int)(neg ? -(long long)v : (long long)v) : 0;
+      if (key[0] == 'p') o->param = x;
+      else o->value = x;
+    }
     else if (!strcmp(key, "thread")) ok = !neg && v >= 1 && v < PROG_THREADS, o->thread = (uint8_t)v;
     else if (!strcmp(key, "mailbox")) ok = !neg && v < PROG_MAILBOXES, o->mailbox = (uint8_t)v;
     else if (!strcmp(key, "ops")) ok = !neg && v >= 1 && v <= (k == OP_FORK ? 32u : 64u), o->count = (uint16_t)v;

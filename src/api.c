@@ -100,7 +100,8 @@ void vigil_free(void *p) {
   if (p == NULL) return;
   ENTER();
   struct page *pg = page_of(p);
-  if (unlikely(perturb_byte())) memset(p, (int)perturb_byte(), usable(p));
+  /* Like glibc, mapped blocks are not perturbed: they are about to go. */
+  if (unlikely(perturb_byte()) && pg != NULL) memset(p, (int)perturb_byte(), usable(p));
   if (likely(pg != NULL && pg->kind == PK_SMALL)) small_free(pg, p, V_INVALID_POINTER);
   else free_slow(p, pg);
   LEAVE();

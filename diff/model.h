@@ -1,0 +1,44 @@
+/* The reference model: an executable specification of what every block must
+ * be.  It records, per slot, the block's address, requested size, required
+ * alignment and what its first `valid` bytes must hold, and checks after each
+ * op: alignment, usable size >= request, no overlap with any other live
+ * block, and contents preserved (realloc included), calloc zeroed. */
+#ifndef VIGIL_MODEL_H
+#define VIGIL_MODEL_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include "program.h"
+
+/* Contents are checked over at most this many bytes of a block. */
+#define MODEL_CHECK_MAX ((size_t)1 << 20)
+
+enum content { C_UNKNOWN, C_ZERO, C_FILL };
+
+struct mblock {
+  unsigned char *p; /* NULL: empty */
+  size_t req;       /* requested size */
+  size_t usable;    /* what the allocator reported */
+  size_t align;     /* required alignment */
+  size_t valid;     /* bytes whose contents are known */
+  unsigned char fill;
+  unsigned char content; /* enum content */
+};
+
+struct model {
+  struct mblock slot[PROG_SLOTS];
+  struct mblock mailbox[PROG_MAILBOXES];
+  pthread_mutex_t lock; /* guards the table: threads check overlap against all of it */
+};
+
+void model_init(struct model *m);
+/* Checks a block an allocator just returned and records it in *where.
+ * Returns NULL when all is well, else a description of the violation. */
+const char *model_add(struct model *m, struct mblock *where, const struct mblock *b);
+/* Verifies the known contents; NULL when they hold. */
+const char *model_verify(const struct mblock *b);
+/* Writes `byte` over the block (up to MODEL_CHECK_MAX) and records it. */
+void model_fill(struct mblock *b, unsigned char byte);
+
+#endif

@@ -1,0 +1,533 @@
+/* The differential oracle (see oracle.h): the executor for op programs, the
+ * glibc 2.36 specification of each call's outcome, and the comparison with
+ * glibc's own malloc in the same process. */
+#define _GNU_SOURCE
+#include "oracle.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "options.h"
+#include "vigil.h"
+
+/* Under a sanitizer the process's malloc is the sanitizer's, not glibc's:
+ * there is nothing to compare with, and the specification alone judges. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define HAVE_GLIBC_MALLOC 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define HAVE_GLIBC_MALLOC 0
+#endif
+#endif
+#ifndef HAVE_GLIBC_MALLOC
+#define HAVE_GLIBC_MALLOC 1
+#endif
+
+#define SENTINEL_ERRNO 7777
+/* Requests up to this size must succeed; above it they may fail (ENOMEM). */
+#define MUST_FIT ((size_t)64 << 20)
+
+struct outcome {
+  int null; /* the call returned NULL (or a non-zero int) */
+  int err;  /* errno afterwards (SENTINEL_ERRNO: untouched) */
+  long ret; /* int results */
+};
+
+struct run {
+  const struct op *ops;
+  size_t n;
+  const struct oracle_config *cfg;
+  int glibc; /* comparing with glibc for this program */
+  struct model m;
+  void *gslot[PROG_SLOTS], *gmail[PROG_MAILBOXES];
+  pthread_t th[PROG_THREADS];
+  int th_live[PROG_THREADS];
+  pthread_cond_t mail_cond; /* signalled under m.lock when a mailbox fills */
+  int perturb;              /* M_PERTURB is on: both allocators write every new block */
+  _Atomic long wait_budget_ms; /* recv waits share this, so no program runs for long */
+};
+
+_Noreturn void oracle_fail(const char *target, size_t index, const struct op *op, const char *fmt, ...) {
+  char text[160] = "(end of program)";
+  if (op) prog_format(op, text, sizeof text);
+  fprintf(stderr, "vigil oracle: %s: op #%zu '%s': ", target, index, text);
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  fflush(stderr);
+  abort();
+}
+
+#define FAIL(...) oracle_fail(r->cfg->target, i, o, __VA_ARGS__)
+
+static const char *describe(const struct outcome *x, char *buf, size_t cap) {
+  snprintf(buf, cap, "%s errno=%s%s ret=%ld", x->null ? "NULL" : "ok", x->err == SENTINEL_ERRNO ? "(kept)" : "",
+           x->err == SENTINEL_ERRNO ? "" : strerrorname_np(x->err) ? strerrorname_np(x->err) : "?", x->ret);
+  return buf;
+}
+
+/* The specification: what glibc 2.36 documents and does. */
+static void expect(struct run *r, size_t i, const struct op *o, const struct outcome *v, int fail_errno,
+                   int must_succeed) {
+  char b[96];
+  if (fail_errno) {
+    if (!v->null || v->err != fail_errno)
+      FAIL("vigil gave %s, the specification says NULL with %s", describe(v, b, sizeof b), strerrorname_np(fail_errno));
+  } else if (must_succeed && v->null) {
+    FAIL("vigil failed (%s) on a request that must succeed", describe(v, b, sizeof b));
+  } else if (v->null && v->err != ENOMEM) {
+    FAIL("vigil failed with %s, want ENOMEM", describe(v, b, sizeof b));
+  } else if (!v->null && v->err != SENTINEL_ERRNO) {
+    FAIL("vigil succeeded but changed errno to %s", strerrorname_np(v->err));
+  }
+}
+
+static void compare(struct run *r, size_t i, const struct op *o, const struct outcome *v, const struct outcome *g,
+                    int big) {
+  if (!r->glibc) return;
+  char b1[96], b2[96];
+  if (big && v->null != g->null) return; /* may fail on either side */
+  if (v->null != g->null || v->err != g->err || v->ret != g->ret)
+    FAIL("vigil: %s; glibc: %s", describe(v, b1, sizeof b1), describe(g, b2, sizeof b2));
+}
+
+static size_t next_pow2(size_t a) {
+  size_t p = 1;
+  while (p < a && p) p <<= 1;
+  return p;
+}
+
+/* ---- the vigil side, under the model ---- */
+
+/* Frees slot s (vigil) with its checks: contents, and free keeping errno. */
+static void release(struct run *r, size_t i, const struct op *o, struct mblock *where) {
+  pthread_mutex_lock(&r->m.lock);
+  struct mblock b = *where;
+  memset(where, 0, sizeof *where);
+  pthread_mutex_unlock(&r->m.lock);
+  if (!b.p) return;
+  const char *bad = r->cfg->check_contents ? model_verify(&b) : NULL;
+  if (bad) FAIL("before free: %s", bad);
+  errno = SENTINEL_ERRNO;
+  vigil_free(b.p);
+  if (errno != SENTINEL_ERRNO) FAIL("free changed errno to %s", strerrorname_np(errno));
+}
+
+static void glibc_release(void **where) {
+  free(*where);
+  *where = NULL;
+}
+
+static void record(struct run *r, size_t i, const struct op *o, struct mblock *where, void *p, size_t req,
+                   size_t align, enum content c, const struct mblock *from) {
+  struct mblock b = {0};
+  b.p = p;
+  b.req = req;
+  b.align = align;
+  b.usable = vigil_malloc_usable_size(p);
+  b.content = (unsigned char)c;
+  b.valid = c == C_ZERO ? (req < MODEL_CHECK_MAX ? req : MODEL_CHECK_MAX) : 0;
+  if (from && from->content != C_UNKNOWN) { /* realloc keeps the prefix */
+    b.content = from->content;
+    b.fill = from->fill;
+    b.valid = from->valid < req ? from->valid : req;
+  }
+  if (r->cfg->check_contents) {
+    const char *bad = model_verify(&b);
+    if (bad) FAIL("%s", bad);
+  } else {
+    b.content = C_UNKNOWN;
+  }
+  const char *bad = model_add(&r->m, where, &b);
+  if (bad) FAIL("result %p: %s", p, bad);
+}
+
+/* Runs one allocating call on both sides. */
+static void *call(const struct op *o, size_t n, void *old, int glibc, struct outcome *out) {
+  void *p = NULL;
+  int ret = 0;
+  errno = SENTINEL_ERRNO;
+  switch (o->kind) {
+    case OP_MALLOC: p = glibc ? malloc(n) : vigil_malloc(n); break;
+    case OP_CALLOC: p = glibc ? calloc(o->nmemb, o->size) : vigil_calloc(o->nmemb, o->size); break;
+    case OP_REALLOC: p = glibc ? realloc(old, n) : vigil_realloc(old, n); break;
+    case OP_REALLOCARRAY:
+      p = glibc ? reallocarray(old, o->nmemb, o->size) : vigil_reallocarray(old, o->nmemb, o->size);
+      break;
+    case OP_MEMALIGN: p = glibc ? memalign(o->align, n) : vigil_memalign(o->align, n); break;
+    case OP_ALIGNED_ALLOC: p = glibc ? aligned_alloc(o->align, n) : vigil_aligned_alloc(o->align, n); break;
+    case OP_POSIX_MEMALIGN: {
+      void *mp = (void *)(uintptr_t)0xdead0;
+      ret = glibc ? posix_memalign(&mp, o->align, n) : vigil_posix_memalign(&mp, o->align, n);
+      p = ret == 0 ? mp : NULL;
+      if (ret != 0 && mp != (void *)(uintptr_t)0xdead0) p = (void *)(uintptr_t)1; /* memptr touched: caught below */
+      break;
+    }
+    case OP_VALLOC: p = glibc ? valloc(n) : vigil_valloc(n); break;
+    case OP_PVALLOC: p = glibc ? pvalloc(n) : vigil_pvalloc(n); break;
+  }
+  out->err = errno;
+  out->null = p == NULL;
+  out->ret = ret;
+  return p;
+}
+
+static void exec_alloc(struct run *r, unsigned t, size_t i, const struct op *o) {
+  unsigned s = (o->slot % 16u) + 16u * t;
+  struct mblock *where = &r->m.slot[s];
+  size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+  size_t n = o->size, align = 16, req;
+  int fail = 0, must = 0, big = 0;
+  enum content content = C_UNKNOWN;
+  int resize = o->kind == OP_REALLOC || o->kind == OP_REALLOCARRAY;
+  switch (o->kind) {
+    case OP_MALLOC:
+      fail = n > PTRDIFF_MAX ? ENOMEM : 0;
+      break;
+    case OP_CALLOC:
+    case OP_REALLOCARRAY:
+      if (__builtin_mul_overflow(o->nmemb, o->size, &n) || n > PTRDIFF_MAX) fail = ENOMEM;
+      if (o->kind == OP_CALLOC) content = C_ZERO;
+      break;
+    case OP_REALLOC:
+      fail = n > PTRDIFF_MAX ? ENOMEM : 0;
+      break;
+    case OP_MEMALIGN:
+    case OP_ALIGNED_ALLOC:
+      if (o->align > (size_t)-1 / 2 + 1) fail = EINVAL;
+      else if (o->align > 16) align = next_pow2(o->align);
+      if (!fail && n > PTRDIFF_MAX) fail = ENOMEM;
+      big = align > MUST_FIT;
+      break;
+    case OP_POSIX_MEMALIGN:
+      if (o->align == 0 || o->align % sizeof(void *) || (o->align / sizeof(void *)) & (o->align / sizeof(void *) - 1))
+        fail = EINVAL;
+      else align = o->align > 16 ? o->align : 16;
+      big = align > MUST_FIT || n > PTRDIFF_MAX;
+      break;
+    case OP_VALLOC:
+      align = ps;
+      fail = n > PTRDIFF_MAX ? ENOMEM : 0;
+      break;
+    case OP_PVALLOC:
+      align = ps;
+      if (n > (size_t)-1 - (ps - 1)) fail = ENOMEM;
+      else n = (n + ps - 1) & ~(ps - 1);
+      if (!fail && n > PTRDIFF_MAX) fail = ENOMEM;
+      break;
+  }
+  req = n;
+  big = big || (!fail && n > MUST_FIT);
+  must = !fail && !big;
+  /* With M_PERTURB on, both allocators fill whole new blocks: a request for
+   * gigabytes that the kernel would grant lazily would be touched in full. */
+  if (r->perturb && big) return;
+
+  /* The vigil side. */
+  struct mblock old = {0};
+  if (resize) {
+    pthread_mutex_lock(&r->m.lock);
+    old = *where;
+    memset(where, 0, sizeof *where);
+    pthread_mutex_unlock(&r->m.lock);
+    if (old.p && r->cfg->check_contents) {
+      const char *bad = model_verify(&old);
+      if (bad) FAIL("before realloc: %s", bad);
+    }
+  } else {
+    release(r, i, o, where);
+  }
+  struct outcome v, g = {0};
+  void *p = call(o, n, old.p, 0, &v);
+  if (o->kind == OP_POSIX_MEMALIGN) {
+    if (p == (void *)(uintptr_t)1) FAIL("posix_memalign wrote *memptr although it failed (%ld)", v.ret);
+    v.null = v.ret != 0;
+    if (v.ret && v.err != SENTINEL_ERRNO && v.err != v.ret) FAIL("posix_memalign set errno %d", v.err);
+    if (fail == EINVAL && v.ret != EINVAL) FAIL("posix_memalign returned %ld, want EINVAL", v.ret);
+    if (!fail && must && v.ret != 0) FAIL("posix_memalign returned %ld on a request that must succeed", v.ret);
+    if (!fail && v.ret && v.ret != ENOMEM) FAIL("posix_memalign returned %ld", v.ret);
+    v.err = SENTINEL_ERRNO; /* glibc may leave ENOMEM in errno too: compared through ret */
+  } else if (resize && old.p && n == 0 && !fail) {
+    /* realloc(p, 0): frees p, returns NULL, errno untouched (glibc). */
+    if (p != NULL || v.err != SENTINEL_ERRNO)
+      FAIL("realloc(p, 0) gave %p errno %d; glibc frees and returns NULL", p, v.err);
+  } else {
+    expect(r, i, o, &v, fail, must);
+  }
+  if (p) {
+    record(r, i, o, where, p, req, align, content, resize && old.p ? &old : NULL);
+  } else if (resize && old.p && (n != 0 || fail)) {
+    /* A failed realloc leaves the block as it was. */
+    const char *bad = r->cfg->check_contents ? model_verify(&old) : NULL;
+    if (bad) FAIL("failed realloc damaged the block: %s", bad);
+    if (vigil_malloc_usable_size(old.p) != old.usable) FAIL("failed realloc changed the block's usable size");
+    const char *bad2 = model_add(&r->m, where, &old);
+    if (bad2) FAIL("%s", bad2);
+  }
+
+  /* The glibc side: same call, its own slots. */
+  if (r->glibc) {
+    void **gw = &r->gslot[s];
+    if (!resize) glibc_release(gw);
+    void *gp = call(o, n, *gw, 1, &g);
+    if (o->kind == OP_POSIX_MEMALIGN) {
+      g.null = g.ret != 0;
+      g.err = SENTINEL_ERRNO;
+      if (gp == (void *)(uintptr_t)1) gp = NULL;
+    }
+    if (gp || !resize || (n == 0 && !fail)) *gw = gp;
+    compare(r, i, o, &v, &g, big);
+  }
+}
+
+static void reset_glibc(void);
+
+/* ---- threads and mailboxes ---- */
+struct thread_arg {
+  struct run *r;
+  unsigned t;
+  size_t from, to;
+};
+static void exec_range(struct run *r, unsigned t, size_t from, size_t to, int in_child);
+
+static void *thread_main(void *arg) {
+  struct thread_arg *a = arg;
+  exec_range(a->r, a->t, a->from, a->to, 0);
+  free(a);
+  return NULL;
+}
+
+static void join(struct run *r, unsigned t) {
+  if (r->th_live[t]) {
+    pthread_join(r->th[t], NULL);
+    r->th_live[t] = 0;
+  }
+}
+
+static void exec_pass(struct run *r, unsigned t, size_t i, const struct op *o) {
+  unsigned s = (o->slot % 16u) + 16u * t;
+  pthread_mutex_lock(&r->m.lock);
+  struct mblock *from = &r->m.slot[s], *to = &r->m.mailbox[o->mailbox];
+  if (from->p && !to->p) {
+    *to = *from;
+    from->p = NULL;
+    if (r->glibc) {
+      r->gmail[o->mailbox] = r->gslot[s];
+      r->gslot[s] = NULL;
+    }
+    pthread_cond_broadcast(&r->mail_cond);
+  }
+  pthread_mutex_unlock(&r->m.lock);
+  (void)i;
+}
+
+static void exec_recv(struct run *r, unsigned t, size_t i, const struct op *o, int may_wait) {
+  unsigned s = (o->slot % 16u) + 16u * t;
+  release(r, i, o, &r->m.slot[s]);
+  if (r->glibc) glibc_release(&r->gslot[s]);
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_nsec += 20 * 1000000L;
+  if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+  pthread_mutex_lock(&r->m.lock);
+  struct mblock *box = &r->m.mailbox[o->mailbox];
+  if (may_wait && atomic_fetch_sub(&r->wait_budget_ms, 20) <= 0) may_wait = 0;
+  while (!box->p && may_wait)
+    if (pthread_cond_timedwait(&r->mail_cond, &r->m.lock, &until) != 0) break;
+  if (box->p) {
+    r->m.slot[s] = *box;
+    box->p = NULL;
+    if (r->glibc) {
+      r->gslot[s] = r->gmail[o->mailbox];
+      r->gmail[o->mailbox] = NULL;
+    }
+  }
+  pthread_mutex_unlock(&r->m.lock);
+}
+
+/* ---- fork ---- */
+static void exec_fork(struct run *r, size_t i, const struct op *o, size_t from, size_t to) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) FAIL("fork failed: %s", strerror(errno));
+  if (pid == 0) {
+    alarm(20);
+    r->glibc = 0;
+    exec_range(r, 0, from, to, 1);
+    _exit(0); /* never exit(): the fuzzer's hooks must not run in the child */
+  }
+  int st = 0;
+  for (int waited = 0;; waited++) {
+    pid_t w = waitpid(pid, &st, WNOHANG);
+    if (w == pid) break;
+    if (w < 0 && errno != EINTR) FAIL("waitpid: %s", strerror(errno));
+    if (waited > 10000) { /* 10 s */
+      kill(pid, SIGKILL);
+      waitpid(pid, &st, 0);
+      FAIL("the fork child hung (killed after 10 s)");
+    }
+    usleep(1000);
+  }
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    FAIL("the fork child %s %d", WIFSIGNALED(st) ? "died of signal" : "exited with",
+         WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+}
+
+static void exec_range(struct run *r, unsigned t, size_t from, size_t to, int in_child) {
+  const struct oracle_config *cfg = r->cfg;
+  for (size_t i = from; i < to; i++) {
+    const struct op *o = &r->ops[i];
+    if (t == 0 && !in_child && cfg->before_op) cfg->before_op(i, &r->m, cfg->ctx);
+    unsigned s = (o->slot % 16u) + 16u * t;
+    switch (o->kind) {
+      case OP_MALLOC: case OP_CALLOC: case OP_REALLOC: case OP_REALLOCARRAY: case OP_MEMALIGN:
+      case OP_ALIGNED_ALLOC: case OP_POSIX_MEMALIGN: case OP_VALLOC: case OP_PVALLOC:
+        exec_alloc(r, t, i, o);
+        break;
+      case OP_FREE:
+        release(r, i, o, &r->m.slot[s]);
+        if (r->glibc) glibc_release(&r->gslot[s]);
+        break;
+      case OP_USABLE: {
+        struct mblock *b = &r->m.slot[s];
+        size_t u = vigil_malloc_usable_size(b->p);
+        if (!b->p && u != 0) FAIL("malloc_usable_size(NULL) = %zu", u);
+        if (b->p && u != b->usable) FAIL("usable size changed from %zu to %zu", b->usable, u);
+        if (r->glibc && !r->gslot[s] && malloc_usable_size(NULL) != u) FAIL("usable(NULL) differs from glibc");
+        break;
+      }
+      case OP_FILL:
+        if (r->m.slot[s].p) model_fill(&r->m.slot[s], o->byte);
+        break;
+      case OP_CHECK:
+        if (cfg->check_contents) {
+          const char *bad = model_verify(&r->m.slot[s]);
+          if (bad) FAIL("%s", bad);
+        }
+        break;
+      case OP_TRIM: {
+        errno = SENTINEL_ERRNO;
+        int v = vigil_malloc_trim(o->size);
+        if ((v != 0 && v != 1) || errno != SENTINEL_ERRNO) FAIL("malloc_trim returned %d, errno %d", v, errno);
+        break;
+      }
+      case OP_TUNE: {
+        errno = SENTINEL_ERRNO;
+        struct outcome v = {0, 0, vigil_mallopt(o->param, o->value)}, g = v;
+        if (o->param == M_PERTURB) r->perturb = (o->value & 0xff) != 0;
+        v.err = errno;
+        if (r->glibc) {
+          errno = SENTINEL_ERRNO;
+          g.ret = mallopt(o->param, o->value);
+          g.err = errno;
+          /* Knobs vigil has no counterpart for would make glibc's later
+           * outcomes incomparable (a huge M_TOP_PAD makes every sbrk fail):
+           * their return values are compared, their effect undone. */
+          if (o->param != M_MMAP_THRESHOLD && o->param != M_TRIM_THRESHOLD && o->param != M_PERTURB &&
+              o->param != M_ARENA_MAX)
+            reset_glibc();
+          compare(r, i, o, &v, &g, 0);
+        }
+        break;
+      }
+      case OP_SPAWN:
+        if (t == 0 && !in_child && cfg->allow_threads) {
+          size_t end = i + 1 + o->count < to ? i + 1 + o->count : to;
+          join(r, o->thread);
+          struct thread_arg *a = malloc(sizeof *a);
+          *a = (struct thread_arg){r, o->thread, i + 1, end};
+          if (pthread_create(&r->th[o->thread], NULL, thread_main, a) != 0) FAIL("pthread_create failed");
+          r->th_live[o->thread] = 1;
+          i = end - 1;
+        }
+        break;
+      case OP_JOIN:
+        if (t == 0 && !in_child) join(r, o->thread);
+        break;
+      case OP_PASS:
+        exec_pass(r, t, i, o);
+        break;
+      case OP_RECV:
+        exec_recv(r, t, i, o, cfg->allow_threads && !in_child);
+        break;
+      case OP_FORK:
+        if (t == 0 && !in_child && cfg->allow_fork) {
+          size_t end = i + 1 + o->count < to ? i + 1 + o->count : to;
+          exec_fork(r, i, o, i + 1, end);
+          i = end - 1;
+        }
+        break;
+    }
+  }
+}
+
+static size_t in_use(void) {
+  struct mallinfo2 mi = vigil_mallinfo2();
+  return mi.uordblks + mi.hblkhd;
+}
+
+static void reset_glibc(void) {
+  if (HAVE_GLIBC_MALLOC) {
+    mallopt(M_MMAP_THRESHOLD, 128 << 10);
+    mallopt(M_TRIM_THRESHOLD, 128 << 10);
+    mallopt(M_TOP_PAD, 128 << 10);
+    mallopt(M_MMAP_MAX, 65536);
+    mallopt(M_MXFAST, 64 * (int)sizeof(size_t) / 4);
+    mallopt(M_PERTURB, 0);
+  }
+}
+
+void oracle_reset_tunables(void) {
+  for (unsigned k = 0; k < OPT_COUNT; k++) vg_option_set((enum vg_opt)k, vg_opt_table[k].def);
+  atomic_store_explicit(&vg_opt_thresholds_fixed, 0, memory_order_relaxed);
+  reset_glibc();
+}
+
+void oracle_run(const struct op *ops, size_t n, const struct oracle_config *cfg) {
+  struct run *r = calloc(1, sizeof *r);
+  r->ops = ops;
+  r->n = n;
+  r->cfg = cfg;
+  r->glibc = cfg->compare_glibc && HAVE_GLIBC_MALLOC && !cfg->allow_threads;
+  r->wait_budget_ms = 200;
+  model_init(&r->m);
+  pthread_cond_init(&r->mail_cond, NULL);
+  vigil_malloc_trim(0);
+  size_t base = in_use();
+  exec_range(r, 0, 0, n, 0);
+  for (unsigned t = 1; t < PROG_THREADS; t++) join(r, t);
+  /* Free everything, with the checks. */
+  const struct op *last = n ? &ops[n - 1] : NULL;
+  size_t i = n;
+  const struct op *o = last;
+  for (unsigned s = 0; s < PROG_SLOTS; s++) {
+    release(r, i, o, &r->m.slot[s]);
+    glibc_release(&r->gslot[s]);
+  }
+  for (unsigned b = 0; b < PROG_MAILBOXES; b++) {
+    release(r, i, o, &r->m.mailbox[b]);
+    glibc_release(&r->gmail[b]);
+  }
+  vigil_malloc_trim(0); /* drains this thread's remote frees */
+  if (cfg->check_leaks) {
+    size_t now = in_use();
+    if (now != base) FAIL("in-use bytes %zu after freeing everything, %zu before the program: blocks were lost", now, base);
+  }
+  oracle_reset_tunables();
+  pthread_cond_destroy(&r->mail_cond);
+  pthread_mutex_destroy(&r->m.lock);
+  free(r);
+}

@@ -1,0 +1,14 @@
+/* Target api: sequential use of every entry point, each op checked by the
+ * reference model and compared with glibc's malloc in the same process. */
+#include "oracle.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static struct op ops[PROG_MAX_OPS];
+  size_t n = prog_decode(data, size, ops, PROG_MAX_OPS, NULL);
+  const struct oracle_config cfg = {
+      .target = "api", .compare_glibc = 1, .check_contents = 1, .check_leaks = 1};
+  oracle_run(ops, n, &cfg);
+  return 0;
+}

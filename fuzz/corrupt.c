@@ -1,0 +1,153 @@
+/* Target corrupt: one corruption, applied in a forked child in the middle
+ * of a program: a use-after-free write, an overflow of k bytes, an interior,
+ * foreign or double free, or a spray over the bytes before a block (where an
+ * in-band allocator keeps its headers).  The child passes if vigil aborts
+ * with one of its messages, if the write hits a guard page, or if vigil
+ * stays consistent with the model to the end (no overlapping, duplicate or
+ * foreign pointer).  Anything else, a hang included, is a failure.
+ *
+ * Input: byte 0 picks the corruption, byte 1 the op index at which it
+ * happens, byte 2 its size/offset, byte 3 the slot; the rest is a program. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "oracle.h"
+#include "vigil.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+enum { UAF_WRITE, OVERFLOW, INTERIOR_FREE, FOREIGN_FREE, DOUBLE_FREE, HEADER_SPRAY, KINDS };
+static const char *const kind_names[KINDS] = {"use-after-free write", "overflow", "interior free",
+                                              "foreign free", "double free", "header spray"};
+
+struct plan {
+  unsigned kind, at, k, slot;
+  int done;
+};
+
+/* The range the harness is writing: a fault inside it is a guard page doing
+ * its job; a fault anywhere else is a crash. */
+static volatile uintptr_t write_lo, write_hi;
+
+static void on_fault(int sig, siginfo_t *si, void *uc) {
+  (void)uc;
+  uintptr_t a = (uintptr_t)si->si_addr;
+  if (a >= write_lo && a < write_hi) _exit(42);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+__attribute__((no_sanitize("address"), noinline)) static void scribble(unsigned char *p, size_t n, unsigned char v) {
+  write_lo = (uintptr_t)p;
+  write_hi = (uintptr_t)p + n;
+  for (size_t i = 0; i < n; i++) ((volatile unsigned char *)p)[i] = (unsigned char)(v + i);
+  write_lo = write_hi = 0;
+}
+
+static void corrupt(size_t index, struct model *m, void *ctx) {
+  struct plan *pl = ctx;
+  if (pl->done || index < pl->at) return;
+  struct mblock *b = &m->slot[pl->slot % 16];
+  if (!b->p && pl->kind != FOREIGN_FREE) return; /* wait for a live block */
+  pl->done = 1;
+  unsigned char *p = b->p;
+  static char not_ours[64] __attribute__((aligned(16)));
+  switch (pl->kind) {
+    case UAF_WRITE:
+      b->p = NULL;
+      vigil_free(p);
+      scribble(p + pl->k % 32, 1 + pl->k % 24, 0x41);
+      break;
+    case OVERFLOW:
+      scribble(p + b->usable, 1 + pl->k % 64, 0x42);
+      break;
+    case INTERIOR_FREE:
+      vigil_free(p + 16 * (1 + pl->k % 8));
+      break;
+    case FOREIGN_FREE:
+      vigil_free(not_ours + 16 * (pl->k % 3));
+      break;
+    case DOUBLE_FREE:
+      b->p = NULL;
+      vigil_free(p);
+      vigil_free(p);
+      break;
+    case HEADER_SPRAY:
+      scribble(p - 16 * (1 + pl->k % 16), 16 * (1 + pl->k % 16), 0x43);
+      break;
+  }
+}
+
+static const char *const known[] = {
+    "vigil: double free at 0x",          "vigil: invalid pointer at 0x",      "vigil: corrupted free list at 0x",
+    "vigil: corrupted remote free list at 0x", "vigil: corrupted metadata at 0x", "vigil: corrupted large block at 0x",
+};
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static struct op ops[PROG_MAX_OPS];
+  if (size < 4) return 0;
+  struct plan pl = {data[0] % KINDS, data[1], data[2], data[3], 0};
+  size_t n = prog_decode(data + 4, size - 4, ops, PROG_MAX_OPS, NULL);
+  if (n) pl.at %= n;
+  int fds[2];
+  if (pipe(fds) != 0) return 0;
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 2);
+    close(fds[0]);
+    alarm(10);
+    struct sigaction sa = {0};
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGSEGV, &sa, NULL);
+    sigaction(SIGBUS, &sa, NULL);
+    const struct oracle_config cfg = {.target = "corrupt", .before_op = corrupt, .ctx = &pl};
+    oracle_run(ops, n, &cfg);
+    _exit(0);
+  }
+  close(fds[1]);
+  char out[1024] = {0};
+  size_t len = 0;
+  int st = 0, eof = 0;
+  struct timespec t0, now;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    struct pollfd pf = {fds[0], POLLIN, 0};
+    if (!eof && poll(&pf, 1, 10) > 0) {
+      ssize_t r = len < sizeof out - 1 ? read(fds[0], out + len, sizeof out - 1 - len) : 0;
+      if (r > 0) len += (size_t)r;
+      else eof = 1;
+    } else if (eof) {
+      usleep(1000);
+    }
+    if (waitpid(pid, &st, WNOHANG) == pid) break;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec - t0.tv_sec > 10) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &st, 0);
+      fprintf(stderr, "corrupt: %s: the child hung\n%s", kind_names[pl.kind], out);
+      abort();
+    }
+  }
+  ssize_t r;
+  while (len < sizeof out - 1 && (r = read(fds[0], out + len, sizeof out - 1 - len)) > 0) len += (size_t)r;
+  close(fds[0]);
+  if (WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 42)) return 0; /* consistent, or a guard */
+  if (WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT)
+    for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
+      if (strncmp(out, known[k], strlen(known[k])) == 0) return 0; /* vigil caught it */
+  fprintf(stderr, "corrupt: %s (slot %u, at op %u, k=%u): the child %s %d; its stderr:\n%s\n", kind_names[pl.kind],
+          pl.slot % 16, pl.at, pl.k, WIFSIGNALED(st) ? "died of signal" : "exited with",
+          WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), out);
+  abort();
+}
