@@ -1,5 +1,9 @@
 /* Target api: sequential use of every entry point, each op checked by the
- * reference model and compared with glibc's malloc in the same process. */
+ * reference model and compared with glibc's malloc in the same process.
+ * The OS seam's munmap and madvise run with their errno clobbered, as a
+ * failing syscall would leave it: free must keep errno on those paths too
+ * (seed 003). */
+#include "os.h"
 #include "oracle.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -9,6 +13,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   size_t n = prog_decode(data, size, ops, PROG_MAX_OPS, NULL);
   const struct oracle_config cfg = {
       .target = "api", .compare_glibc = 1, .check_contents = 1, .check_leaks = 1};
+  atomic_store(&vg_os_fail_for_test, VG_FAIL_UNMAP | VG_FAIL_DECOMMIT);
   oracle_run(ops, n, &cfg);
+  atomic_store(&vg_os_fail_for_test, 0);
   return 0;
 }

@@ -53,6 +53,11 @@ __attribute__((no_sanitize("address"), noinline)) static void scribble(unsigned 
   write_lo = write_hi = 0;
 }
 
+_Noreturn static void undetected(const char *what) {
+  fprintf(stderr, "corrupt: vigil returned from a %s\n", what);
+  _exit(3);
+}
+
 static void corrupt(size_t index, struct model *m, void *ctx) {
   struct plan *pl = ctx;
   if (pl->done || index < pl->at) return;
@@ -70,17 +75,18 @@ static void corrupt(size_t index, struct model *m, void *ctx) {
     case OVERFLOW:
       scribble(p + b->usable, 1 + pl->k % 64, 0x42);
       break;
+    /* These three must stop the program at the bad call itself. */
     case INTERIOR_FREE:
       vigil_free(p + 16 * (1 + pl->k % 8));
-      break;
+      undetected("interior free");
     case FOREIGN_FREE:
       vigil_free(not_ours + 16 * (pl->k % 3));
-      break;
+      undetected("foreign free");
     case DOUBLE_FREE:
       b->p = NULL;
       vigil_free(p);
       vigil_free(p);
-      break;
+      undetected("double free");
     case HEADER_SPRAY:
       scribble(p - 16 * (1 + pl->k % 16), 16 * (1 + pl->k % 16), 0x43);
       break;

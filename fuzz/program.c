@@ -271,6 +271,29 @@ size_t prog_format(const struct op *o, char *buf, size_t cap) {
   return (size_t)n < cap ? (size_t)n : cap ? cap - 1 : 0;
 }
 
+int prog_parse_bytes(const char *line, uint8_t *out, size_t cap, char *err, size_t errcap) {
+  while (*line == ' ' || *line == '\t') line++;
+  if (strncmp(line, "bytes", 5) != 0 || (line[5] != ' ' && line[5] != '\t' && line[5] != 0)) return -1;
+  const char *p = line + 5;
+  int n = 0;
+  for (;;) {
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p == 0 || *p == '#' || *p == '\n' || *p == '\r') return n;
+    char *end;
+    unsigned long v = strtoul(p, &end, 0);
+    if (end == p || v > 255 || (*end && *end != ' ' && *end != '\t' && *end != '\n' && *end != '\r')) {
+      snprintf(err, errcap, "bytes: '%.*s' is not a byte (0..255)", (int)strcspn(p, " \t\n"), p);
+      return -1;
+    }
+    if ((size_t)n == cap) {
+      snprintf(err, errcap, "bytes: more than %zu", cap);
+      return -1;
+    }
+    out[n++] = (uint8_t)v;
+    p = end;
+  }
+}
+
 /* key=value pairs; numbers in decimal, 0x hex, or negative decimal. */
 static int field(const char *line, const char *key, unsigned long long *out, int *neg) {
   size_t kl = strlen(key);

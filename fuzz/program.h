@@ -70,4 +70,10 @@ int prog_parse(const char *line, struct op *op, char *err, size_t errcap);
 
 const char *prog_op_name(unsigned kind);
 
+/* The text form's one non-op line, `bytes N N ...`: raw bytes that a
+ * target reads before its program (corrupt's plan, options' string).
+ * Returns how many bytes it holds (stored in out), or -1 if the line is not
+ * a bytes line or a number is not 0..255 (message in err). */
+int prog_parse_bytes(const char *line, uint8_t *out, size_t cap, char *err, size_t errcap);
+
 #endif

@@ -18,6 +18,8 @@
 
 #include "program.h"
 
+#define RAW_MAX 512 /* leading bytes a text input may give with `bytes` */
+
 /* The longest op is 20 bytes (memalign family: kind, slot, 1+8 align,
  * 1+8 size), so this many bytes always hold PROG_MAX_OPS ops. */
 #define OP_BYTES_MAX 32
@@ -88,7 +90,7 @@ static int read_binary(const char *path, uint8_t *buf, size_t cap, size_t *kept,
 
 /* Reads the text form of path into ops.  Errors print FILE:LINE: message.
  * Returns the op count, or -1. */
-static long parse_text(const char *path, struct op *ops, size_t max);
+static long parse_text(const char *path, struct op *ops, size_t max, uint8_t *raw, size_t *nraw);
 
 /* Prints ops[0..n) one per line.  A spawn or fork in the main stream owns
  * the next `ops=N` ops (as many as exist), which are indented by two spaces.
@@ -147,12 +149,19 @@ static int cmd_print(int argc, char **argv) {
     }
     const char *path = argv[i];
     if (strcmp(path, "-") != 0 && ends_with(path, ".ops")) {
-      long n = parse_text(path, ops, PROG_MAX_OPS);
+      static uint8_t raw[RAW_MAX];
+      size_t nraw = 0;
+      long n = parse_text(path, ops, PROG_MAX_OPS, raw, &nraw);
       if (n < 0) {
         rc = 1;
         continue;
       }
       printf("# %s: %ld ops (text form)\n", path, n);
+      if (nraw) {
+        printf("bytes");
+        for (size_t k = 0; k < nraw; k++) printf(" %u", raw[k]);
+        printf("\n");
+      }
       print_ops(ops, (size_t)n);
       continue;
     }
@@ -173,7 +182,11 @@ static int cmd_print(int argc, char **argv) {
     unsigned long long trailing = total - skip - used;
     printf("# %s: %zu ops from %s%llu bytes (%s%llu trailing bytes ignored)\n", path, n, more_than ? "over " : "",
            total, more_than ? "over " : "", trailing);
-    if (skip) printf("# the first %zu bytes were skipped (--skip)\n", skip);
+    if (skip) { /* the target's own leading bytes, as the text form writes them */
+      printf("bytes");
+      for (size_t k = 0; k < skip; k++) printf(" %u", buf[k]);
+      printf("\n");
+    }
     if (n == PROG_MAX_OPS && trailing > 0) {
       printf("# capped at %d ops (PROG_MAX_OPS): the decoders stop there\n", PROG_MAX_OPS);
       fprintf(stderr, "%s: %s: capped at %d ops; %s%llu bytes after them are not decoded\n", prog, path,
@@ -195,7 +208,7 @@ static void print_clean(const char *s) {
   }
 }
 
-static long parse_text(const char *path, struct op *ops, size_t max) {
+static long parse_text(const char *path, struct op *ops, size_t max, uint8_t *raw, size_t *nraw) {
   FILE *f = open_in(path, "r");
   if (!f) return -1;
   char *line = NULL, err[200];
@@ -213,6 +226,15 @@ static long parse_text(const char *path, struct op *ops, size_t max) {
     while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
     struct op o;
     err[0] = 0;
+    int nb = prog_parse_bytes(line, raw + *nraw, RAW_MAX - *nraw, err, sizeof err);
+    if (nb >= 0 || err[0]) {
+      if (nb < 0 || n > 0) {
+        fprintf(stderr, "%s:%lu: %s\n", path, lineno, nb < 0 ? err : "bytes must come before the first op");
+        goto out;
+      }
+      *nraw += (size_t)nb;
+      continue;
+    }
     int r = prog_parse(line, &o, err, sizeof err);
     if (r < 0) {
       fprintf(stderr, "%s:%lu: ", path, lineno);
@@ -262,11 +284,11 @@ static int cmd_asm(int argc, char **argv) {
   }
 
   static struct op ops[PROG_MAX_OPS];
-  static uint8_t bin[READ_CAP];
-  long n = parse_text(in, ops, PROG_MAX_OPS);
+  static uint8_t bin[READ_CAP + RAW_MAX];
+  size_t len = 0;
+  long n = parse_text(in, ops, PROG_MAX_OPS, bin, &len);
   if (n < 0) return 1;
   if (n == 0) fprintf(stderr, "%s: %s: no ops (an empty program)\n", prog, in);
-  size_t len = 0;
   for (long i = 0; i < n; i++) {
     size_t k = prog_encode(&ops[i], bin + len, sizeof bin - len);
     if (k == 0) { /* cannot happen: READ_CAP holds PROG_MAX_OPS of the longest op */
