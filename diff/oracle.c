@@ -359,9 +359,47 @@ static void exec_recv(struct run *r, unsigned t, size_t i, const struct op *o, i
 }
 
 /* ---- fork ---- */
+/* fork() itself can deadlock (a fork handler taking locks in the wrong
+ * order): a watchdog thread turns a fork() that takes over 10 s into a
+ * failure.  alarm() is not used: libFuzzer owns SIGALRM. */
+static _Atomic uint64_t fork_since;
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void *fork_watchdog(void *arg) {
+  (void)arg;
+  for (;;) {
+    usleep(100000);
+    uint64_t t = atomic_load(&fork_since);
+    if (t && now_ns() - t > 10000000000u) {
+      static const char msg[] = "vigil oracle: fork() did not return within 10 s (deadlock in a fork handler?)\n";
+      (void)!write(2, msg, sizeof msg - 1);
+      abort();
+    }
+  }
+  return NULL;
+}
+
+static void start_watchdog(void) {
+  pthread_t t;
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+  pthread_create(&t, &a, fork_watchdog, NULL);
+  pthread_attr_destroy(&a);
+}
+
 static void exec_fork(struct run *r, size_t i, const struct op *o, size_t from, size_t to) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, start_watchdog);
   fflush(NULL);
+  atomic_store(&fork_since, now_ns());
   pid_t pid = fork();
+  if (pid != 0) atomic_store(&fork_since, 0);
   if (pid < 0) FAIL("fork failed: %s", strerror(errno));
   if (pid == 0) {
     alarm(20);
