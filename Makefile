@@ -14,7 +14,7 @@ PFX_OBJS := $(patsubst src/%.c,$(BUILD)/obj/pfx/%.o,$(SRCS))
 DEPS_STAMP := $(BUILD)/.deps-build
 
 .PHONY: all check clean deps bench tests
-all: $(BUILD)/libvigil.so $(BUILD)/libvigil.a $(BUILD)/libvigil_prefixed.a
+all: $(BUILD)/libvigil.so $(BUILD)/libvigil.a $(BUILD)/libvigil_prefixed.a $(BUILD)/vigil-ops
 
 # Install what the build needs (no-op when present); CI and fresh machines.
 $(DEPS_STAMP): ci/deps.sh
@@ -36,7 +36,17 @@ $(BUILD)/libvigil_prefixed.a: $(PFX_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
 include tests/tests.mk
--include bench/bench.mk
+include bench/bench.mk
+include fuzz/ops.mk
+include fuzz/fuzz.mk
+
+# Proof that the fuzz machinery finds bugs: every fuzz/mutants/*.patch must be
+# caught by the corpus replay or a bounded (60 s) libFuzzer run; prints the
+# kill matrix.  `make check` runs the replay-only form (tests/fuzz_selftest.sh).
+fuzz-selftest: | check-deps
+	@bash ci/deps.sh fuzz
+	@BUILD=$(BUILD) CC=$(CC) bash fuzz/selftest.sh
+.PHONY: fuzz-selftest
 
 clean:
 	rm -rf build build-*

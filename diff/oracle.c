@@ -234,7 +234,7 @@ static void exec_alloc(struct run *r, unsigned t, size_t i, const struct op *o) 
   must = !fail && !big;
   /* With M_PERTURB on, both allocators fill whole new blocks: a request for
    * gigabytes that the kernel would grant lazily would be touched in full. */
-  if (r->perturb && big) return;
+  if (r->perturb && (big || n > MODEL_CHECK_MAX)) return;
 
   /* The vigil side. */
   struct mblock old = {0};
@@ -402,6 +402,8 @@ static void exec_fork(struct run *r, size_t i, const struct op *o, size_t from, 
   if (pid != 0) atomic_store(&fork_since, 0);
   if (pid < 0) FAIL("fork failed: %s", strerror(errno));
   if (pid == 0) {
+    signal(SIGABRT, SIG_DFL); /* the fuzzer's handlers are the parent's business */
+    signal(SIGALRM, SIG_DFL);
     alarm(20);
     r->glibc = 0;
     exec_range(r, 0, from, to, 1);

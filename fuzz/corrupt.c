@@ -76,8 +76,8 @@ static void corrupt(size_t index, struct model *m, void *ctx) {
       scribble(p + b->usable, 1 + pl->k % 64, 0x42);
       break;
     /* These three must stop the program at the bad call itself. */
-    case INTERIOR_FREE:
-      vigil_free(p + 16 * (1 + pl->k % 8));
+    case INTERIOR_FREE: /* inside this block: never another block's start */
+      vigil_free(p + 1 + (size_t)pl->k * 8 % (b->usable - 1));
       undetected("interior free");
     case FOREIGN_FREE:
       vigil_free(not_ours + 16 * (pl->k % 3));
@@ -111,6 +111,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (pid == 0) {
     dup2(fds[1], 2);
     close(fds[0]);
+    /* The fuzzer's handlers are not for the child: vigil's abort must be
+     * seen as SIGABRT, and the alarm must kill. */
+    signal(SIGABRT, SIG_DFL);
+    signal(SIGALRM, SIG_DFL);
     alarm(10);
     struct sigaction sa = {0};
     sa.sa_sigaction = on_fault;
