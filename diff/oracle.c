@@ -467,7 +467,7 @@ static void exec_range(struct run *r, unsigned t, size_t from, size_t to, int in
       case OP_TUNE: {
         errno = SENTINEL_ERRNO;
         struct outcome v = {0, 0, vigil_mallopt(o->param, o->value)}, g = v;
-        if (o->param == M_PERTURB) r->perturb = (o->value & 0xff) != 0;
+        if (o->param == M_PERTURB) r->perturb = o->value != 0; /* glibc: any non-zero value */
         v.err = errno;
         if (r->glibc) {
           errno = SENTINEL_ERRNO;
