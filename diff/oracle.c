@@ -398,7 +398,11 @@ static void exec_fork(struct run *r, size_t i, const struct op *o, size_t from, 
   pthread_once(&once, start_watchdog);
   fflush(NULL);
   atomic_store(&fork_since, now_ns());
+  /* Fork holding the model's lock, so that the child does not inherit it
+   * held by a spawned thread that does not exist there. */
+  pthread_mutex_lock(&r->m.lock);
   pid_t pid = fork();
+  pthread_mutex_unlock(&r->m.lock);
   if (pid != 0) atomic_store(&fork_since, 0);
   if (pid < 0) FAIL("fork failed: %s", strerror(errno));
   if (pid == 0) {
