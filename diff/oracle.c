@@ -540,6 +540,11 @@ void oracle_reset_tunables(void) {
   reset_glibc();
 }
 
+void oracle_run_input(const uint8_t *data, size_t size, const struct oracle_config *cfg) {
+  static struct op ops[PROG_MAX_OPS];
+  oracle_run(ops, prog_decode(data, size, ops, PROG_MAX_OPS, NULL), cfg);
+}
+
 void oracle_run(const struct op *ops, size_t n, const struct oracle_config *cfg) {
   struct run *r = calloc(1, sizeof *r);
   r->ops = ops;

@@ -24,6 +24,8 @@ struct oracle_config {
 };
 
 void oracle_run(const struct op *ops, size_t n, const struct oracle_config *cfg);
+/* Decodes an input with the one decoder and runs it (not reentrant). */
+void oracle_run_input(const uint8_t *data, size_t size, const struct oracle_config *cfg);
 
 /* Reports a divergence and aborts. */
 _Noreturn void oracle_fail(const char *target, size_t index, const struct op *op, const char *fmt, ...)

@@ -9,12 +9,10 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static struct op ops[PROG_MAX_OPS];
-  size_t n = prog_decode(data, size, ops, PROG_MAX_OPS, NULL);
   const struct oracle_config cfg = {
       .target = "api", .compare_glibc = 1, .check_contents = 1, .check_leaks = 1};
   atomic_store(&vg_os_fail_for_test, VG_FAIL_UNMAP | VG_FAIL_DECOMMIT);
-  oracle_run(ops, n, &cfg);
+  oracle_run_input(data, size, &cfg);
   atomic_store(&vg_os_fail_for_test, 0);
   return 0;
 }

@@ -66,11 +66,9 @@ static void start_noise(void) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static struct op ops[PROG_MAX_OPS];
   start_noise();
-  size_t n = prog_decode(data, size, ops, PROG_MAX_OPS, NULL);
   const struct oracle_config cfg = {
       .target = "fork", .allow_threads = 1, .allow_fork = 1, .check_contents = 1};
-  oracle_run(ops, n, &cfg);
+  oracle_run_input(data, size, &cfg);
   return 0;
 }

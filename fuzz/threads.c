@@ -7,10 +7,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static struct op ops[PROG_MAX_OPS];
-  size_t n = prog_decode(data, size, ops, PROG_MAX_OPS, NULL);
   const struct oracle_config cfg = {
       .target = "threads", .allow_threads = 1, .check_contents = 1, .check_leaks = 1};
-  oracle_run(ops, n, &cfg);
+  oracle_run_input(data, size, &cfg);
   return 0;
 }
