@@ -9,6 +9,7 @@ set -euo pipefail
 build=(gcc make clang binutils systemtap-sdt-dev libc6-dev)
 check=("${build[@]}" libclang-rt-14-dev llvm-14 valgrind strace python3 sqlite3 git perl
        util-linux procps coreutils bc gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+       gcc-powerpc64le-linux-gnu libc6-dev-ppc64el-cross
        libfuzzer-14-dev patch spin)
 bench=("${build[@]}" python3 libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
        libclang-rt-14-dev gnuplot-nox hyperfine)

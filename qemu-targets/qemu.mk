@@ -1,0 +1,70 @@
+# The QEMU user-mode matrix (qemu-targets/README.md).
+#
+#   make qemu-check [ARCHES="aarch64 ppc64le"]
+#
+# For each arch (a file qemu-targets/<arch>): cross-builds, -static, the
+# prefixed library, the unit tests, tests/seed_large_pages.c and the replay
+# drivers of every fuzz target into $(BUILD)/qemu/<arch>/, then runs them
+# under qemu-<arch> at each page size of the target, and prints a table.
+# qemu-targets/run.sh does the work; the build itself is the rule set below,
+# which run.sh calls as `make -f qemu-targets/qemu.mk QEMU_BUILD_ARCH=<arch>`
+# with the target's compiler and flags.
+QEMU_MK := $(lastword $(MAKEFILE_LIST))
+QEMU_DIR := $(patsubst %/,%,$(dir $(QEMU_MK)))
+BUILD ?= build
+ARCHES ?= aarch64 ppc64le
+
+qemu-check:
+	@BUILD=$(BUILD) bash $(QEMU_DIR)/run.sh $(ARCHES)
+.PHONY: qemu-check
+
+ifdef QEMU_BUILD_ARCH
+# ---- one arch's cross build (set by run.sh: QEMU_CC, QEMU_EXTRA_CFLAGS) ----
+QEMU_OUT := $(BUILD)/qemu/$(QEMU_BUILD_ARCH)
+QEMU_FUZZ_TARGETS := $(shell sed -n 's/^FUZZ_TARGETS *:= *//p' fuzz/fuzz.mk)
+QEMU_UNITS := unit_core unit_modules unit_threads
+QEMU_COMMON := -std=gnu11 -O1 -g -pthread -Wall -Wextra -DVIGIL_PREFIX -DVIGIL_NO_SDT \
+  -Isrc $(QEMU_EXTRA_CFLAGS)
+# The library's own flags (Makefile's CFLAGS_LIB), static and without -Werror.
+QEMU_LIB_CFLAGS := $(QEMU_COMMON) -fvisibility=hidden -fno-builtin-malloc -fno-builtin-calloc \
+  -fno-builtin-realloc -fno-builtin-free -ftls-model=initial-exec
+QEMU_FUZZ_CFLAGS := $(QEMU_COMMON) -Ifuzz -Idiff
+QEMU_LDFLAGS := -static -pthread $(QEMU_EXTRA_CFLAGS)
+QEMU_HDRS := $(wildcard src/*.h src/*.def fuzz/*.h diff/*.h tests/testlib.h)
+QEMU_LIB := $(QEMU_OUT)/libvigil_prefixed.a
+QEMU_LIB_OBJS := $(patsubst src/%.c,$(QEMU_OUT)/obj/src/%.o,$(wildcard src/*.c))
+QEMU_SUPPORT_OBJS := $(patsubst %.c,$(QEMU_OUT)/obj/%.o,fuzz/replay.c fuzz/program.c $(wildcard diff/*.c))
+QEMU_BINS := $(addprefix $(QEMU_OUT)/tests/,$(QEMU_UNITS) seed_large_pages) \
+  $(addprefix $(QEMU_OUT)/replay/,$(QEMU_FUZZ_TARGETS))
+QEMU_OBJS := $(QEMU_LIB_OBJS) $(QEMU_SUPPORT_OBJS) \
+  $(patsubst %,$(QEMU_OUT)/obj/tests/%.o,$(QEMU_UNITS) seed_large_pages) \
+  $(patsubst %,$(QEMU_OUT)/obj/fuzz/%.o,$(QEMU_FUZZ_TARGETS))
+# Kept between runs (they are intermediate files of the pattern rules).
+.SECONDARY: $(QEMU_OBJS)
+# Every object depends on this file, rewritten (while the makefile is read,
+# before any rule is considered) only when the compiler or the flags change,
+# so a change of either rebuilds everything.
+QEMU_STAMP := $(QEMU_OUT)/flags
+QEMU_SIG := $(strip $(QEMU_CC) | $(QEMU_LIB_CFLAGS) | $(QEMU_FUZZ_CFLAGS) | $(QEMU_LDFLAGS))
+ifneq ($(strip $(shell cat $(QEMU_STAMP) 2>/dev/null)),$(QEMU_SIG))
+$(shell mkdir -p $(QEMU_OUT) && printf '%s\n' '$(QEMU_SIG)' >$(QEMU_STAMP))
+endif
+
+qemu-build: $(QEMU_BINS)
+.PHONY: qemu-build
+
+$(QEMU_OUT)/obj/src/%.o: src/%.c $(QEMU_HDRS) $(QEMU_STAMP)
+	@mkdir -p $(@D)
+	$(QEMU_CC) $(QEMU_LIB_CFLAGS) -c $< -o $@
+$(QEMU_LIB): $(QEMU_LIB_OBJS)
+	rm -f $@ && $(QEMU_TRIPLE)-ar rcs $@ $^
+$(QEMU_OUT)/obj/%.o: %.c $(QEMU_HDRS) $(QEMU_STAMP)
+	@mkdir -p $(@D)
+	$(QEMU_CC) $(QEMU_FUZZ_CFLAGS) -c $< -o $@
+$(QEMU_OUT)/tests/%: $(QEMU_OUT)/obj/tests/%.o $(QEMU_LIB)
+	@mkdir -p $(@D)
+	$(QEMU_CC) $(QEMU_LDFLAGS) -o $@ $^
+$(QEMU_OUT)/replay/%: $(QEMU_OUT)/obj/fuzz/%.o $(QEMU_SUPPORT_OBJS) $(QEMU_LIB)
+	@mkdir -p $(@D)
+	$(QEMU_CC) $(QEMU_LDFLAGS) -o $@ $^
+endif

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The QEMU matrix for aarch64 (4, 16 and 64 KiB pages) and ppc64le (64 KiB):
+# cross-built unit, seed and stress tests and the corpus replay through the
+# oracle, under qemu-user (qemu-targets/README.md).  Fails, naming the Debian
+# packages, when a cross compiler, its libc or qemu-user is missing.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+exec make -s --no-print-directory BUILD="${BUILD:-build}" qemu-check ARCHES="aarch64 ppc64le"
