@@ -23,7 +23,7 @@ mkdir -p "$log"
 # A copy of the tree with one patch applied (none for the control).
 prepare() { # dir patch
   mkdir -p "$1"
-  cp -r src fuzz diff corpus tests ci bench Makefile "$1"/
+  tar --exclude='./build*' --exclude=./.git -cf - . | tar -xf - -C "$1"
   [ -z "$2" ] || (cd "$1" && patch -s -p1 <"$OLDPWD/$2") || return 1
 }
 
