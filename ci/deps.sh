@@ -3,7 +3,7 @@
 # Idempotent: packages already present are not touched, and when everything
 # is there it only runs dpkg-query (fast enough to call from every make target).
 #
-#   ci/deps.sh [build|check|bench|fuzz|all]...   (default: check)
+#   ci/deps.sh [build|check|bench|fuzz|qemu|all]...   (default: check)
 set -euo pipefail
 
 build=(gcc make clang binutils systemtap-sdt-dev libc6-dev)
@@ -14,6 +14,9 @@ check=("${build[@]}" libclang-rt-14-dev llvm-14 valgrind strace python3 sqlite3 
 bench=("${build[@]}" python3 libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
        libclang-rt-14-dev gnuplot-nox hyperfine)
 fuzz=("${build[@]}" libclang-rt-14-dev libfuzzer-14-dev afl++ python3)
+qemu=("${build[@]}" qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-powerpc64le-linux-gnu
+      libc6-dev-ppc64el-cross gcc-s390x-linux-gnu libc6-dev-s390x-cross gcc-riscv64-linux-gnu
+      libc6-dev-riscv64-cross)
 
 want=()
 [ $# -eq 0 ] && set -- check
@@ -23,8 +26,9 @@ for group in "$@"; do
     check) want+=("${check[@]}") ;;
     bench) want+=("${bench[@]}") ;;
     fuzz)  want+=("${fuzz[@]}") ;;
-    all)   want+=("${check[@]}" "${bench[@]}" "${fuzz[@]}") ;;
-    *) echo "ci/deps.sh: unknown group '$group' (build, check, bench, fuzz, all)" >&2; exit 2 ;;
+    qemu)  want+=("${qemu[@]}") ;;
+    all)   want+=("${check[@]}" "${bench[@]}" "${fuzz[@]}" "${qemu[@]}") ;;
+    *) echo "ci/deps.sh: unknown group '$group' (build, check, bench, fuzz, qemu, all)" >&2; exit 2 ;;
   esac
 done
 

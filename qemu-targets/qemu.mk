@@ -15,6 +15,7 @@ BUILD ?= build
 ARCHES ?= aarch64 ppc64le
 
 qemu-check:
+	@bash ci/deps.sh qemu
 	@BUILD=$(BUILD) bash $(QEMU_DIR)/run.sh $(ARCHES)
 .PHONY: qemu-check
 
