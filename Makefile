@@ -49,5 +49,10 @@ fuzz-selftest: | check-deps
 	@BUILD=$(BUILD) CC=$(CC) bash fuzz/selftest.sh
 .PHONY: fuzz-selftest
 
+# ThreadSanitizer builds of the threaded target and the remote-free stress.
+tsan-check: | check-deps
+	@BUILD=$(BUILD) bash ci/tsan-check.sh
+.PHONY: tsan-check
+
 clean:
 	rm -rf build build-*
