@@ -32,7 +32,7 @@ tests: all $(TEST_BINS) $(TEST_HELPERS)
 # The test command.  CHECK_FILTER=regex runs a subset.
 check: | check-deps
 	@$(MAKE) --no-print-directory tests
-	@BUILD=$(BUILD) CC=$(CC) bash tests/run.sh $(CHECK_FILTER)
+	@BUILD=$(BUILD) CC=$(CC) bash tests/run.sh '$(CHECK_FILTER)'
 
 check-deps:
 	@bash ci/deps.sh check
