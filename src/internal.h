@@ -211,7 +211,6 @@ extern __thread unsigned vg_tl_busy __attribute__((tls_model("initial-exec")));
 
 void *vg_heap_alloc_slow(struct heap *h, unsigned cls) HIDDEN;
 void vg_heap_page_refill(struct heap *h, struct page *pg) HIDDEN;
-void vg_heap_page_empty(struct heap *h, struct page *pg) HIDDEN;
 void vg_heap_free_remote(struct page *pg, struct block *b) HIDDEN;
 void vg_heap_drain(struct heap *h) HIDDEN;
 void vg_heap_abandon(struct heap *h) HIDDEN;
@@ -236,14 +235,12 @@ extern struct arena *_Atomic vg_arenas[VG_ARENAS_MAX];
 static inline struct arena *vg_arena_at(unsigned i) { return load_acquire(&vg_arenas[i]); }
 extern _Atomic unsigned vg_narenas; /* arenas created so far */
 unsigned vg_arena_count(void) HIDDEN; /* arenas threads are spread over */
-struct arena *vg_arena_pick(void) HIDDEN;
 struct page *vg_arena_page(struct arena *a, struct heap *h, unsigned cls) HIDDEN;
 void vg_arena_free_run(struct segment *s, unsigned first) HIDDEN; /* caller holds arena lock */
 void vg_arena_free_abandoned(struct page *pg, struct block *b) HIDDEN;
 void vg_arena_abandon_page(struct page *pg) HIDDEN;
 void *vg_span_alloc(size_t size, size_t align) HIDDEN;
 void vg_span_free(struct page *pg) HIDDEN;
-struct heap *vg_heap_pool_get(void) HIDDEN;
 void vg_heap_pool_put(struct heap *h) HIDDEN;
 extern struct heap *vg_all_heaps;
 extern struct vg_lock vg_heap_pool_lock;

@@ -17,7 +17,6 @@
 
 struct vma {
   char perms[8];
-  long rss_kb;
   int accounted;
 };
 
@@ -36,11 +35,8 @@ static int find_vma(uintptr_t addr, struct vma *v) {
       if (in) {
         found = 1;
         memcpy(v->perms, perms, sizeof perms);
-        v->rss_kb = -1;
         v->accounted = 0;
       }
-    } else if (in && strncmp(line, "Rss:", 4) == 0) {
-      v->rss_kb = atol(line + 4);
     } else if (in && strncmp(line, "VmFlags:", 8) == 0) {
       v->accounted = strstr(line, " ac") != NULL;
     }
