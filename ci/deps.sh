@@ -16,7 +16,8 @@ bench=("${build[@]}" python3 libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
 fuzz=("${build[@]}" libclang-rt-14-dev libfuzzer-14-dev afl++ python3)
 qemu=("${build[@]}" qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-powerpc64le-linux-gnu
       libc6-dev-ppc64el-cross gcc-s390x-linux-gnu libc6-dev-s390x-cross gcc-riscv64-linux-gnu
-      libc6-dev-riscv64-cross)
+      libc6-dev-riscv64-cross gcc-i686-linux-gnu libc6-dev-i386-cross gcc-arm-linux-gnueabihf
+      libc6-dev-armhf-cross)
 
 want=()
 [ $# -eq 0 ] && set -- check

@@ -9,11 +9,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define M ((size_t)-1)
 #define P ((size_t)PTRDIFF_MAX)
+/* More than the address space can give, without overflowing: 1 TiB, or 3 GiB on 32-bit. */
+#define BIG (sizeof(size_t) == 8 ? (size_t)((uint64_t)1 << 40) : M / 4 * 3)
 static const size_t sizes[] = {
     0, 1, 7, 8, 15, 16, 17, 24, 31, 32, 33, 127, 128, 129, 1023, 1024, 1025, 4095, 4096, 4097, 8192, 65535,
     65536, 65537, (128 << 10) - 1, 128 << 10, (128 << 10) + 1, (1 << 20) + 1, (4 << 20) - (192 << 10),
     (4 << 20) - (192 << 10) + 1, (32 << 20) + 1, M, M - 1, M - 15, M - 4096, P, P + 1, P - 1, P - 4096,
-    M / 2 + 1, (size_t)1 << 40,
+    M / 2 + 1, BIG,
 };
 static const size_t aligns[] = {
     0, 1, 2, 4, 8, 16, 24, 32, 48, 64, 100, 4096, 4097, 8192, 65536, 1 << 20, 1 << 22, M / 2, M / 2 + 1,

@@ -16,6 +16,10 @@
  * A failing input kills the process (the oracle prints the divergence, then
  * aborts); a signal handler names the file first and re-raises, so the exit
  * status is still the signal's. */
+/* 64-bit inode numbers and sizes on 32-bit targets too (readdir and stat
+ * otherwise fail with EOVERFLOW on large host file systems under QEMU). */
+#define _FILE_OFFSET_BITS 64
+
 #include "program.h"
 
 #include <dirent.h>

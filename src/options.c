@@ -4,9 +4,12 @@
 
 #include "internal.h"
 
+/* A maximum the table gives in 64 bits, cut to what size_t holds (32-bit targets). */
+#define VG_OPT_CAP(v) ((uint64_t)(v) > SIZE_MAX ? SIZE_MAX : (size_t)(v))
+
 const struct vg_opt_desc vg_opt_table[OPT_COUNT] = {
 #define OPT(name_, def_, min_, max_, names_, help_) \
-  [OPT_##name_] = {.name = #name_, .names = names_, .help = help_, .def = (size_t)(def_), .min = (size_t)(min_), .max = (size_t)(max_)},
+  [OPT_##name_] = {.name = #name_, .names = names_, .help = help_, .def = (size_t)(def_), .min = (size_t)(min_), .max = VG_OPT_CAP(max_)},
 #include "options.def"
 #undef OPT
 };

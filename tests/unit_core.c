@@ -59,7 +59,7 @@ static void test_slot_index(void) {
 
 static void test_encode(void) {
   uintptr_t saved = vg_secret;
-  vg_secret = 0x5eed5eed12345678u;
+  vg_secret = (uintptr_t)0x5eed5eed12345678ull; /* its low half on 32-bit */
   int x, y;
   CHECK(decode(encode(&x, &y), &y) == (struct block *)&x, "round trip");
   CHECK(decode(encode(NULL, &y), &y) == NULL, "NULL round trip");
