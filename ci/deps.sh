@@ -3,14 +3,19 @@
 # Idempotent: packages already present are not touched, and when everything
 # is there it only runs dpkg-query (fast enough to call from every make target).
 #
-#   ci/deps.sh [build|check|bench|fuzz|qemu|all]...   (default: check)
+#   ci/deps.sh [build|check|bench|fuzz|qemu|qemu-fuzz|all]...   (default: check)
+#
+# qemu-fuzz wants packages of the foreign architecture arm64 (the aarch64
+# clang runtime, for libFuzzer under qemu-aarch64): it adds that
+# architecture to dpkg first, and refreshes the package lists once, when it
+# is missing.  amd64 packages install as before afterwards.
 set -euo pipefail
 
 build=(gcc make clang binutils systemtap-sdt-dev libc6-dev)
 check=("${build[@]}" libclang-rt-14-dev llvm-14 valgrind strace python3 sqlite3 git perl
        util-linux procps coreutils bc gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
        gcc-powerpc64le-linux-gnu libc6-dev-ppc64el-cross
-       libfuzzer-14-dev patch spin)
+       gcc-i686-linux-gnu libc6-dev-i386-cross libfuzzer-14-dev patch spin)
 bench=("${build[@]}" python3 libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
        libclang-rt-14-dev gnuplot-nox hyperfine)
 fuzz=("${build[@]}" libclang-rt-14-dev libfuzzer-14-dev afl++ python3)
@@ -18,6 +23,10 @@ qemu=("${build[@]}" qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-po
       libc6-dev-ppc64el-cross gcc-s390x-linux-gnu libc6-dev-s390x-cross gcc-riscv64-linux-gnu
       libc6-dev-riscv64-cross gcc-i686-linux-gnu libc6-dev-i386-cross gcc-arm-linux-gnueabihf
       libc6-dev-armhf-cross)
+# libFuzzer for aarch64 under QEMU (qemu-targets/fuzz.sh): clang's arm64
+# runtime (libclang_rt.{fuzzer,asan,ubsan_standalone}-aarch64.a) and the
+# cross libstdc++ that libclang_rt.fuzzer needs; the rest is the qemu group.
+qemu_fuzz=("${qemu[@]}" clang libclang-rt-14-dev:arm64 libstdc++-12-dev-arm64-cross)
 
 want=()
 [ $# -eq 0 ] && set -- check
@@ -28,8 +37,9 @@ for group in "$@"; do
     bench) want+=("${bench[@]}") ;;
     fuzz)  want+=("${fuzz[@]}") ;;
     qemu)  want+=("${qemu[@]}") ;;
-    all)   want+=("${check[@]}" "${bench[@]}" "${fuzz[@]}" "${qemu[@]}") ;;
-    *) echo "ci/deps.sh: unknown group '$group' (build, check, bench, fuzz, qemu, all)" >&2; exit 2 ;;
+    qemu-fuzz) want+=("${qemu_fuzz[@]}") ;;
+    all)   want+=("${check[@]}" "${bench[@]}" "${fuzz[@]}" "${qemu_fuzz[@]}") ;;
+    *) echo "ci/deps.sh: unknown group '$group' (build, check, bench, fuzz, qemu, qemu-fuzz, all)" >&2; exit 2 ;;
   esac
 done
 
@@ -46,7 +56,19 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
-# Refresh the lists only when apt has never fetched them, or the install fails.
-if ! ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1; then apt-get update -qq; fi
+# A foreign architecture named by a missing package (name:arch) is added to
+# dpkg, and its package lists fetched, before the install.
+refresh=0
+for a in $(printf '%s\n' "${missing[@]}" | sed -n 's/^[^:]*:\(.*\)$/\1/p' | sort -u); do
+  [ "$a" = "$(dpkg --print-architecture)" ] && continue
+  if ! dpkg --print-foreign-architectures | grep -qx "$a"; then
+    echo "ci/deps.sh: dpkg --add-architecture $a" >&2
+    dpkg --add-architecture "$a"
+    refresh=1
+  fi
+done
+# Refresh the lists only when apt has never fetched them, an architecture
+# was just added, or the install fails.
+if [ $refresh = 1 ] || ! ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1; then apt-get update -qq; fi
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
   { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }

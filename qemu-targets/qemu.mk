@@ -1,6 +1,6 @@
 # The QEMU user-mode matrix (qemu-targets/README.md).
 #
-#   make qemu-check [ARCHES="aarch64 ppc64le"]
+#   make qemu-check [ARCHES="aarch64 ppc64le"] [NATIVE=1]
 #
 # For each arch (a file qemu-targets/<arch>): cross-builds, -static, the
 # prefixed library, the unit tests, tests/seed_large_pages.c and the replay
@@ -14,9 +14,14 @@ QEMU_DIR := $(patsubst %/,%,$(dir $(QEMU_MK)))
 BUILD ?= build
 ARCHES ?= aarch64 ppc64le
 
+# NATIVE=1: the same matrix on a real host of the arch, without QEMU (run.sh);
+# ARCHES then defaults to the host's arch, and only the host's compiler and
+# libc are needed.
+QEMU_NATIVE := $(filter-out 0,$(NATIVE))
 qemu-check:
-	@bash ci/deps.sh qemu
-	@BUILD=$(BUILD) bash $(QEMU_DIR)/run.sh $(ARCHES)
+	@bash ci/deps.sh $(if $(QEMU_NATIVE),build,qemu)
+	@BUILD=$(BUILD) NATIVE=$(QEMU_NATIVE) bash $(QEMU_DIR)/run.sh \
+	  $(if $(and $(QEMU_NATIVE),$(filter file,$(origin ARCHES))),,$(ARCHES))
 .PHONY: qemu-check
 
 ifdef QEMU_BUILD_ARCH

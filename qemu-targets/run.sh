@@ -13,6 +13,12 @@
 # Prints one table row per (arch, page size), then, for each failure, the
 # command that reproduces it and the tail of its log.  Exit status 0 only
 # when every run passed (or failed exactly as the target's KNOWN_FAIL says).
+#
+# NATIVE=1 runs the same matrix on a real host of the arch (an arm64 or
+# ppc64le runner): the same static builds (with the host's gcc when its
+# triple is the target's), no QEMU, one page size: the host's own.  The
+# default ARCHES is then the host's arch.  On x86_64, NATIVE=1 ARCHES=i686
+# runs the 32-bit build natively.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 BUILD=${BUILD:-build}
@@ -20,7 +26,28 @@ MAKE=${MAKE:-make}
 TIMEOUT=${QEMU_TIMEOUT:-180}   # seconds per guest process
 KEYS=(TRIPLE CC QEMU SYSROOT PAGESIZES EXTRA_CFLAGS PACKAGES KNOWN_FAIL)
 REQUIRED=(TRIPLE CC QEMU SYSROOT PAGESIZES PACKAGES)
-[ $# -gt 0 ] || set -- aarch64 ppc64le
+NATIVE=${NATIVE:-}
+[ "$NATIVE" = 0 ] && NATIVE=
+# The target file of the host's arch, for NATIVE=1 without ARCHES.
+host_arch() {
+  case $(uname -m) in
+    aarch64|arm64) echo aarch64 ;;
+    ppc64le) echo ppc64le ;;
+    s390x) echo s390x ;;
+    riscv64) echo riscv64 ;;
+    i?86) echo i686 ;;
+    armv7*|armv8l) echo armhf ;;
+    *) return 1 ;;
+  esac
+}
+if [ $# -eq 0 ]; then
+  if [ -z "$NATIVE" ]; then set -- aarch64 ppc64le
+  elif a=$(host_arch); then set -- "$a"
+  else
+    echo "qemu-check: FAIL: NATIVE=1: no target file is this host's arch ($(uname -m)); give ARCHES= (on x86_64, i686 runs natively)"
+    exit 1
+  fi
+fi
 # Environment that would change what QEMU or the guest does.
 unset QEMU_PAGESIZE QEMU_LD_PREFIX QEMU_SET_ENV QEMU_UNSET_ENV QEMU_STRACE QEMU_CPU \
       QEMU_GUEST_BASE QEMU_RESERVED_VA QEMU_LOG VIGIL_OPTIONS MALLOC_CHECK_ MALLOC_PERTURB_
@@ -46,6 +73,14 @@ load() {
     local v=T_$k
     [ -n "${!v}" ] || { echo "qemu-check: FAIL: $f sets no $k"; return 1; }
   done
+  [ -n "$NATIVE" ] || return 0
+  # Native: the host's own compiler when it targets this triple (Debian's
+  # gcc on arm64 is aarch64-linux-gnu), its libc, and the host's page size.
+  if [ "$(gcc -dumpmachine 2>/dev/null)" = "$T_TRIPLE" ]; then
+    T_CC=gcc T_SYSROOT=
+    T_PACKAGES="gcc libc6-dev binutils"
+  fi
+  T_PAGESIZES=$(getconf PAGESIZE)
 }
 
 # ---- every target's file and tools first: nothing runs if one is missing --
@@ -55,10 +90,12 @@ for arch in "$@"; do
   missing=()
   command -v "$T_CC" >/dev/null || missing+=("$T_CC")
   command -v "$T_TRIPLE-ar" >/dev/null || missing+=("$T_TRIPLE-ar")
-  [ -e "$T_SYSROOT/lib/libc.a" ] || missing+=("$T_SYSROOT/lib/libc.a (static libc)")
-  [ -e "$T_SYSROOT/include/pthread.h" ] || [ -e "$T_SYSROOT/include/stdio.h" ] ||
-    missing+=("$T_SYSROOT/include (target headers)")
-  command -v "$T_QEMU" >/dev/null || missing+=("$T_QEMU")
+  if [ -n "$T_SYSROOT" ]; then
+    [ -e "$T_SYSROOT/lib/libc.a" ] || missing+=("$T_SYSROOT/lib/libc.a (static libc)")
+    [ -e "$T_SYSROOT/include/pthread.h" ] || [ -e "$T_SYSROOT/include/stdio.h" ] ||
+      missing+=("$T_SYSROOT/include (target headers)")
+  fi
+  [ -n "$NATIVE" ] || command -v "$T_QEMU" >/dev/null || missing+=("$T_QEMU")
   if [ ${#missing[@]} -gt 0 ]; then
     echo "qemu-check: FAIL: $arch: missing ${missing[*]}"
     echo "qemu-check:   install the Debian packages: apt-get install --no-install-recommends $T_PACKAGES"
@@ -95,6 +132,7 @@ guest() {
 why() {
   local rc=$1 log=$2
   if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then echo "timed out after $TIMEOUT s"
+  elif [ "$rc" -eq 126 ]; then echo "cannot execute here ($(uname -m) host$([ -n "$NATIVE" ] && echo ", NATIVE=1"))"
   elif [ "$rc" -gt 128 ]; then echo "killed by signal $((rc - 128)) ($(kill -l $((rc - 128)) 2>/dev/null))"
   else echo "exit $rc, $(grep -cE '^[^ ]+:[0-9]+: CHECK\(' "$log") failed checks"; fi
 }
@@ -154,11 +192,13 @@ verdict() {
 
 for arch in "$@"; do
   load "$arch"
-  out=$BUILD/qemu/$arch
+  # A native build has its own folder: its compiler may be the host's gcc.
+  bname=${NATIVE:+native-}$arch
+  out=$BUILD/qemu/$bname
   mkdir -p "$out"
   # ---- build ---------------------------------------------------------------
   t0=$(date +%s.%N)
-  bcmd=("$MAKE" -s -j2 -f qemu-targets/qemu.mk "BUILD=$BUILD" "QEMU_BUILD_ARCH=$arch"
+  bcmd=("$MAKE" -s -j2 -f qemu-targets/qemu.mk "BUILD=$BUILD" "QEMU_BUILD_ARCH=$bname"
         "QEMU_CC=$T_CC" "QEMU_TRIPLE=$T_TRIPLE" "QEMU_EXTRA_CFLAGS=$T_EXTRA_CFLAGS" qemu-build)
   # Not part of an outer make's jobserver: at most 2 jobs of its own.
   env -u MAKEFLAGS -u MFLAGS -u MAKEOVERRIDES "${bcmd[@]}" >"$out/build.log" 2>&1
@@ -172,12 +212,29 @@ for arch in "$@"; do
     done
     continue
   fi
+  # Native: can this host execute the build at all?  (bash's exec says 126
+  # for a binary of another arch, where timeout's execvp would hand it to sh.)
+  if [ -n "$NATIVE" ] && { (exec "$out/replay/api" -h) >/dev/null 2>&1; [ $? -eq 126 ]; }; then
+    failures=$((failures + 1))
+    echo "$out/replay/api: cannot execute binary file on this $(uname -m) host" >"$out/native.log"
+    report native "$arch" all "this $(uname -m) host cannot execute $arch binaries: run NATIVE=1 on a host of that arch" \
+      "$out/native.log" "$out/replay/api" -h
+    for ps in $T_PAGESIZES; do
+      rows+=("$(printf '%-8s %-8s %-6s %-6s %-6s %-6s %-6s %s' "$arch" "$ps" PASS FAIL FAIL FAIL FAIL "$bsecs")")
+    done
+    continue
+  fi
   # ---- the runs, page size by page size ------------------------------------
   for ps in $T_PAGESIZES; do
     t0=$(date +%s.%N)
-    logdir=$out/logs/p$ps
+    if [ -n "$NATIVE" ]; then
+      logdir=$out/logs/native-p$ps
+      q=()
+    else
+      logdir=$out/logs/p$ps
+      q=("$T_QEMU" -L "$T_SYSROOT" -p "$ps")
+    fi
     mkdir -p "$logdir"
-    q=("$T_QEMU" -L "$T_SYSROOT" -p "$ps")
 
     # unit
     xfail=0 ok=0
@@ -241,5 +298,5 @@ if [ ${#details[@]} -gt 0 ]; then
   echo
   printf '%s\n' "${details[@]}"
 fi
-echo "qemu-check: ${#rows[@]} rows ($*), $failures failed stages, $(( $(date +%s) - start )) s in all"
+echo "qemu-check${NATIVE:+ (NATIVE=1, no QEMU)}: ${#rows[@]} rows ($*), $failures failed stages, $(( $(date +%s) - start )) s in all"
 [ $failures -eq 0 ]
