@@ -21,88 +21,25 @@
 # runs the 32-bit build natively.
 set -u
 cd "$(dirname "$0")/.." || exit 1
-BUILD=${BUILD:-build}
-MAKE=${MAKE:-make}
+QT_WHO=qemu-check
+. qemu-targets/lib.sh
 TIMEOUT=${QEMU_TIMEOUT:-180}   # seconds per guest process
-KEYS=(TRIPLE CC QEMU SYSROOT PAGESIZES EXTRA_CFLAGS PACKAGES KNOWN_FAIL)
-REQUIRED=(TRIPLE CC QEMU SYSROOT PAGESIZES PACKAGES)
-NATIVE=${NATIVE:-}
-[ "$NATIVE" = 0 ] && NATIVE=
-# The target file of the host's arch, for NATIVE=1 without ARCHES.
-host_arch() {
-  case $(uname -m) in
-    aarch64|arm64) echo aarch64 ;;
-    ppc64le) echo ppc64le ;;
-    s390x) echo s390x ;;
-    riscv64) echo riscv64 ;;
-    i?86) echo i686 ;;
-    armv7*|armv8l) echo armhf ;;
-    *) return 1 ;;
-  esac
-}
 if [ $# -eq 0 ]; then
   if [ -z "$NATIVE" ]; then set -- aarch64 ppc64le
-  elif a=$(host_arch); then set -- "$a"
+  elif a=$(qt_host_arch); then set -- "$a"
   else
     echo "qemu-check: FAIL: NATIVE=1: no target file is this host's arch ($(uname -m)); give ARCHES= (on x86_64, i686 runs natively)"
     exit 1
   fi
 fi
-# Environment that would change what QEMU or the guest does.
-unset QEMU_PAGESIZE QEMU_LD_PREFIX QEMU_SET_ENV QEMU_UNSET_ENV QEMU_STRACE QEMU_CPU \
-      QEMU_GUEST_BASE QEMU_RESERVED_VA QEMU_LOG VIGIL_OPTIONS MALLOC_CHECK_ MALLOC_PERTURB_
 read -r -a fuzz_targets <<<"$(sed -n 's/^FUZZ_TARGETS *:= *//p' fuzz/fuzz.mk)"
 [ ${#fuzz_targets[@]} -gt 0 ] || { echo "qemu-check: FAIL: no FUZZ_TARGETS in fuzz/fuzz.mk"; exit 1; }
-
-# load ARCH: the target file's keys into T_<KEY> (sourced in a subshell, so
-# its CC does not leak into this one).
-load() {
-  local f=qemu-targets/$1 k
-  if [ ! -f "$f" ]; then
-    local known=() g
-    for g in qemu-targets/*; do [[ $(basename "$g") == *.* ]] || known+=("$(basename "$g")"); done
-    echo "qemu-check: FAIL: unknown arch '$1': no file $f (targets: ${known[*]})"
-    return 1
-  fi
-  for k in "${KEYS[@]}"; do unset "T_$k"; done
-  # shellcheck disable=SC1090
-  eval "$(unset "${KEYS[@]}"; . "./$f" >/dev/null || exit 1
-          for k in "${KEYS[@]}"; do printf 'T_%s=%q\n' "$k" "${!k-}"; done)" || {
-    echo "qemu-check: FAIL: $f does not source cleanly"; return 1; }
-  for k in "${REQUIRED[@]}"; do
-    local v=T_$k
-    [ -n "${!v}" ] || { echo "qemu-check: FAIL: $f sets no $k"; return 1; }
-  done
-  [ -n "$NATIVE" ] || return 0
-  # Native: the host's own compiler when it targets this triple (Debian's
-  # gcc on arm64 is aarch64-linux-gnu), its libc, and the host's page size.
-  if [ "$(gcc -dumpmachine 2>/dev/null)" = "$T_TRIPLE" ]; then
-    T_CC=gcc T_SYSROOT=
-    T_PACKAGES="gcc libc6-dev binutils"
-  fi
-  T_PAGESIZES=$(getconf PAGESIZE)
-}
 
 # ---- every target's file and tools first: nothing runs if one is missing --
 bad=0
 for arch in "$@"; do
-  load "$arch" || { bad=1; continue; }
-  missing=()
-  command -v "$T_CC" >/dev/null || missing+=("$T_CC")
-  command -v "$T_TRIPLE-ar" >/dev/null || missing+=("$T_TRIPLE-ar")
-  if [ -n "$T_SYSROOT" ]; then
-    [ -e "$T_SYSROOT/lib/libc.a" ] || missing+=("$T_SYSROOT/lib/libc.a (static libc)")
-    [ -e "$T_SYSROOT/include/pthread.h" ] || [ -e "$T_SYSROOT/include/stdio.h" ] ||
-      missing+=("$T_SYSROOT/include (target headers)")
-  fi
-  [ -n "$NATIVE" ] || command -v "$T_QEMU" >/dev/null || missing+=("$T_QEMU")
-  if [ ${#missing[@]} -gt 0 ]; then
-    echo "qemu-check: FAIL: $arch: missing ${missing[*]}"
-    echo "qemu-check:   install the Debian packages: apt-get install --no-install-recommends $T_PACKAGES"
-    bad=1
-  fi
+  qt_load "$arch" && qt_tools "$arch" || bad=1
 done
-command -v "$MAKE" >/dev/null || { echo "qemu-check: FAIL: $MAKE not found (Debian package make)"; bad=1; }
 [ $bad -eq 0 ] || exit 1
 
 start=$(date +%s)
@@ -191,22 +128,15 @@ verdict() {
 }
 
 for arch in "$@"; do
-  load "$arch"
+  qt_load "$arch"
   # A native build has its own folder: its compiler may be the host's gcc.
-  bname=${NATIVE:+native-}$arch
-  out=$BUILD/qemu/$bname
-  mkdir -p "$out"
-  # ---- build ---------------------------------------------------------------
   t0=$(date +%s.%N)
-  bcmd=("$MAKE" -s -j2 -f qemu-targets/qemu.mk "BUILD=$BUILD" "QEMU_BUILD_ARCH=$bname"
-        "QEMU_CC=$T_CC" "QEMU_TRIPLE=$T_TRIPLE" "QEMU_EXTRA_CFLAGS=$T_EXTRA_CFLAGS" qemu-build)
-  # Not part of an outer make's jobserver: at most 2 jobs of its own.
-  env -u MAKEFLAGS -u MFLAGS -u MAKEOVERRIDES "${bcmd[@]}" >"$out/build.log" 2>&1
-  brc=$?
+  qt_build "$arch"
+  brc=$? out=$QT_OUT
   bsecs=$(secs_since "$t0")
   if [ $brc -ne 0 ]; then
     failures=$((failures + 1))
-    report build "$arch" all "the cross build failed (exit $brc)" "$out/build.log" "${bcmd[@]}"
+    report build "$arch" all "the cross build failed (exit $brc)" "$out/build.log" "${QT_BUILD_CMD[@]}"
     for ps in $T_PAGESIZES; do
       rows+=("$(printf '%-8s %-8s %-6s %-6s %-6s %-6s %-6s %s' "$arch" "$ps" FAIL - - - - "$bsecs")")
     done
@@ -227,13 +157,9 @@ for arch in "$@"; do
   # ---- the runs, page size by page size ------------------------------------
   for ps in $T_PAGESIZES; do
     t0=$(date +%s.%N)
-    if [ -n "$NATIVE" ]; then
-      logdir=$out/logs/native-p$ps
-      q=()
-    else
-      logdir=$out/logs/p$ps
-      q=("$T_QEMU" -L "$T_SYSROOT" -p "$ps")
-    fi
+    logdir=$out/logs/${NATIVE:+native-}p$ps
+    qt_runner "$ps"
+    q=("${QT_RUN[@]}")
     mkdir -p "$logdir"
 
     # unit
