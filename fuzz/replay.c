@@ -5,6 +5,9 @@
  *
  *   replay [-q] [-n N] FILE|DIR...     run each input (N times)
  *   replay -A OUTDIR FILE|DIR...       only write each input's binary form
+ *   replay -M SECONDS [-s SEED] [-o CRASHDIR] [-t TIMEOUT] [-r RUNS]
+ *          [-x MAXLEN] [-q] FILE|DIR...
+ *                                      mutate the inputs for SECONDS
  *
  * Folders are walked recursively in byte order of names, so a replay is the
  * same on every machine.  NOTES, README*, *.md, *.repro.sh and dot files are
@@ -15,7 +18,15 @@
  *
  * A failing input kills the process (the oracle prints the divergence, then
  * aborts); a signal handler names the file first and re-raises, so the exit
- * status is still the signal's. */
+ * status is still the signal's.
+ *
+ * -M is a fuzzer for where no fuzzing engine runs (the QEMU targets): no
+ * coverage, only random mutations of the inputs, run until the time is up.
+ * The mutations come from one PRNG seeded with -s, so a seed and a corpus
+ * give the same sequence of inputs.  The input being run is kept where the
+ * fatal signal handler (or, for a hang, SIGALRM from alarm()) can reach it,
+ * and the handler writes it to CRASHDIR/crash-<hash> (timeout-<hash>) with
+ * open/write/close before it re-raises. */
 /* 64-bit inode numbers and sizes on 32-bit targets too (readdir and stat
  * otherwise fail with EOVERFLOW on large host file systems under QEMU). */
 #define _FILE_OFFSET_BITS 64
@@ -25,11 +36,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -42,10 +56,26 @@ static unsigned long repeat = 1;
 static const char *assemble_dir; /* -A */
 static unsigned long inputs;
 
-/* ---- naming the input that crashed ---- */
+/* -M: the inputs, in memory. */
+struct input {
+  uint8_t *data;
+  size_t len;
+  char *path;
+};
+static int mutate; /* -M given */
+static struct input *pool;
+static size_t npool, pool_cap;
+
+/* ---- naming (and, with -M, saving) the input that crashed ---- */
 static pid_t main_pid;
 static volatile sig_atomic_t have_current;
 static char current[4096];
+/* -M: the bytes being run, and the file they go to if the process dies:
+ * crash_path is CRASHDIR/ followed by room for the name. */
+static const uint8_t *volatile cur_data;
+static volatile size_t cur_len;
+static char crash_path[4096];
+static size_t crash_dir_len;
 
 static void put(const char *s) {
   size_t n = strlen(s);
@@ -56,28 +86,77 @@ static void put(const char *s) {
   }
 }
 
+/* Writes the input being run to crash_path + "<kind>-<FNV-1a hash>" (so
+ * one input found twice keeps its name), and prints where.  Only
+ * async-signal-safe calls: it runs in the fatal signal handler. */
+static void save_current(const char *kind) {
+  uint64_t h = 0xcbf29ce484222325u;
+  const uint8_t *d = cur_data;
+  size_t len = cur_len;
+  for (size_t i = 0; i < len; i++) h = (h ^ d[i]) * 0x100000001b3u;
+  char *p = crash_path + crash_dir_len;
+  while (*kind) *p++ = *kind++;
+  *p++ = '-';
+  for (int i = 60; i >= 0; i -= 4) *p++ = "0123456789abcdef"[(h >> i) & 15];
+  *p = 0;
+  int fd = open(crash_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  size_t done = 0;
+  while (fd >= 0 && done < len) {
+    ssize_t w = write(fd, d + done, len - done);
+    if (w <= 0) break;
+    done += (size_t)w;
+  }
+  if (fd < 0 || done < len || close(fd) != 0) {
+    put("replay: could not save the input to ");
+    put(crash_path);
+    put("\n");
+    return;
+  }
+  put("replay: input saved to ");
+  put(crash_path);
+  put("\n");
+}
+
 static void on_fatal(int sig) {
   /* Only the replaying process: a target's forked child may die on purpose. */
   if (getpid() == main_pid && have_current) {
-    put("replay: signal ");
+    put("replay: ");
+    put(sig == SIGALRM ? "hang (SIGALRM: -t exceeded)" : "signal ");
     put(sig == SIGABRT ? "SIGABRT" : sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS"
-        : sig == SIGILL ? "SIGILL" : sig == SIGFPE ? "SIGFPE" : "?");
+        : sig == SIGILL ? "SIGILL" : sig == SIGFPE ? "SIGFPE" : "");
     put(" while running ");
     put(current);
     put("\n");
+    if (mutate) save_current(sig == SIGALRM ? "timeout" : "crash");
   }
   signal(sig, SIG_DFL);
   raise(sig);
 }
 
+/* A target that calls exit() instead of aborting: with -M, a failure even
+ * with exit(0). */
+static void on_exit_while_running(void) {
+  if (getpid() == main_pid && have_current) {
+    put("replay: exit() while running ");
+    put(current);
+    put("\n");
+    if (mutate) {
+      save_current("crash");
+      fflush(NULL);
+      _exit(1);
+    }
+  }
+}
+
 static void install_handlers(void) {
-  static const int sigs[] = {SIGABRT, SIGSEGV, SIGBUS, SIGILL, SIGFPE};
+  static const int sigs[] = {SIGABRT, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGALRM};
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_fatal;
   sa.sa_flags = (int)(SA_RESETHAND | SA_NODEFER);
   sigemptyset(&sa.sa_mask);
   for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaction(sigs[i], &sa, NULL);
+  atexit(on_exit_while_running);
 }
 
 /* ---- reading inputs ---- */
@@ -193,28 +272,46 @@ static void write_binary(const char *path, const uint8_t *data, size_t len) {
   if (!quiet) printf("wrote %s (%zu bytes)\n", out, len);
 }
 
+static void keep(const char *path, uint8_t *data, size_t len) {
+  if (npool == pool_cap) {
+    pool_cap = pool_cap ? 2 * pool_cap : 64;
+    if (!(pool = realloc(pool, pool_cap * sizeof *pool))) die(path, "out of memory");
+  }
+  char *copy = strdup(path);
+  if (!copy) die(path, "out of memory");
+  pool[npool++] = (struct input){data, len, copy};
+}
+
+/* Runs one input from an exact-size copy, as the fuzzers pass it, so a
+ * sanitizer build sees any read past the end.  WHAT names it if it fails. */
+static void run_one(const uint8_t *raw, size_t len, const char *what) {
+  uint8_t *data = malloc(len ? len : 1);
+  if (!data) die(what, "out of memory");
+  memcpy(data, raw, len);
+  if (what != current) snprintf(current, sizeof current, "%s", what);
+  cur_data = data;
+  cur_len = len;
+  have_current = 1;
+  for (unsigned long i = 0; i < repeat; i++) LLVMFuzzerTestOneInput(data, len);
+  have_current = 0;
+  free(data);
+}
+
 static void run_file(const char *path) {
   size_t len;
   uint8_t *raw = ends_with(path, ".ops") ? assemble(path, &len) : read_binary(path, &len);
   inputs++;
   if (assemble_dir) {
     write_binary(path, raw, len);
-    free(raw);
+  } else if (mutate) {
+    keep(path, raw, len);
     return;
+  } else {
+    run_one(raw, len, path);
+    if (!quiet) printf("ok %s (%zu bytes)\n", path, len);
+    fflush(stdout);
   }
-  /* An exact-size copy, as the fuzzers pass it, so a sanitizer build sees
-   * any read past the end. */
-  uint8_t *data = malloc(len ? len : 1);
-  if (!data) die(path, "out of memory");
-  memcpy(data, raw, len);
   free(raw);
-  snprintf(current, sizeof current, "%s", path);
-  have_current = 1;
-  for (unsigned long i = 0; i < repeat; i++) LLVMFuzzerTestOneInput(data, len);
-  have_current = 0;
-  free(data);
-  if (!quiet) printf("ok %s (%zu bytes)\n", path, len);
-  fflush(stdout);
 }
 
 static int by_name(const struct dirent **a, const struct dirent **b) {
@@ -245,35 +342,218 @@ static void run_path(const char *path, int depth) {
   free(names);
 }
 
-static void usage(const char *argv0, int status) {
+/* ---- -M: random mutations of the inputs ---- */
+static unsigned long mut_seconds;
+static unsigned long long mut_seed;
+static int have_seed;
+static const char *crash_dir = ".";
+static unsigned long hang_timeout = 30; /* > the 10-20 s the fork and corrupt targets give a child */
+static unsigned long max_runs;          /* 0: until the time is up */
+static unsigned long max_len;           /* 0: the longest input, at least 4096 */
+
+static uint64_t rng;
+static uint64_t rnd(void) { /* splitmix64 */
+  uint64_t z = (rng += 0x9e3779b97f4a7c15u);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
+}
+/* 0..n-1 for n <= 2^32, without a 64-bit division (slow on 32-bit Arm). */
+static size_t below(size_t n) { return (size_t)(((rnd() >> 32) * (uint64_t)n) >> 32); }
+
+static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
+
+static const uint8_t interesting[] = {0, 1, 2, 3, 4, 7, 8, 15, 16, 31, 32, 63, 64, 127, 128, 255};
+
+/* One mutation of buf[0, len) in place, within cap bytes; returns the new
+ * length.  Chunks are at most 32 bytes: about one op of the format. */
+static size_t mutate_once(uint8_t *buf, size_t len, size_t cap) {
+  uint8_t chunk[32];
+  size_t at = below(len + 1), n;
+  switch (below(8)) {
+    case 0: /* flip a bit */
+      if (at < len) buf[at] ^= (uint8_t)(1u << below(8));
+      break;
+    case 1: /* a random byte */
+      if (at < len) buf[at] = (uint8_t)rnd();
+      break;
+    case 2: /* an interesting byte */
+      if (at < len) buf[at] = interesting[below(sizeof interesting)];
+      break;
+    case 3: /* add or subtract up to 16 */
+      if (at < len) buf[at] = (uint8_t)(buf[at] + (rnd() & 1 ? 1 + below(16) : 256 - 1 - below(16)));
+      break;
+    case 4: /* insert random bytes */
+      n = min_size(1 + below(sizeof chunk), cap - len);
+      for (size_t i = 0; i < n; i++) chunk[i] = (uint8_t)rnd();
+      goto insert;
+    case 5: /* erase a chunk */
+      n = min_size(1 + below(sizeof chunk), len - at);
+      memmove(buf + at, buf + at + n, len - at - n);
+      return len - n;
+    case 6: /* duplicate a chunk somewhere */
+      if (len == 0) break;
+      {
+        size_t from = below(len);
+        n = min_size(min_size(1 + below(sizeof chunk), len - from), cap - len);
+        memcpy(chunk, buf + from, n);
+      }
+    insert:
+      memmove(buf + at + n, buf + at, len - at);
+      memcpy(buf + at, chunk, n);
+      return len + n;
+    default: { /* splice: this one's head, another input's tail */
+      const struct input *o = &pool[below(npool)];
+      size_t from = below(o->len + 1);
+      n = min_size(o->len - from, cap - at);
+      memcpy(buf + at, o->data + from, n);
+      return at + n;
+    }
+  }
+  return len;
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void prepare_crash_dir(void) {
+  if (mkdir(crash_dir, 0777) != 0 && errno != EEXIST) die(crash_dir, strerror(errno));
+  /* room for "/timeout-" and 16 hex digits */
+  int n = snprintf(crash_path, sizeof crash_path, "%s/", crash_dir);
+  if (n < 0 || (size_t)n + 32 > sizeof crash_path) die(crash_dir, "path too long");
+  crash_dir_len = (size_t)n;
+}
+
+/* Each input once as it is, then random mutations of them until the time
+ * (or -r RUNS) is up.  Returns the exit status; a failure never returns. */
+static int run_mutations(void) {
+  if (npool == 0) {
+    fprintf(stderr, "replay: -M: no inputs to mutate\n");
+    return 2;
+  }
+  size_t cap = max_len;
+  if (!cap) {
+    cap = 4096;
+    for (size_t i = 0; i < npool; i++) cap = pool[i].len > cap ? pool[i].len : cap;
+  }
+  uint8_t *buf = malloc(cap);
+  if (!buf) die("-M", "out of memory");
+  rng = mut_seed;
+  prepare_crash_dir();
+  printf("mutate: %zu inputs, seed %llu, %lu s, timeout %lu s, max %zu bytes, crashes to %s\n", npool,
+         mut_seed, mut_seconds, hang_timeout, cap, crash_dir);
+  fflush(stdout);
+  double t0 = now(), next_status = t0 + 10;
+  unsigned long execs = 0;
+  for (;;) {
+    if (max_runs && execs >= max_runs) break;
+    double t = now();
+    if (t - t0 >= (double)mut_seconds) break;
+    if (!quiet && t >= next_status) {
+      printf("mutate: %.0f s, %lu execs, %.0f exec/s\n", t - t0, execs, (double)execs / (t - t0));
+      fflush(stdout);
+      next_status = t + 10;
+    }
+    size_t len;
+    if (execs < npool) { /* the inputs as they are first: a failing seed is not a mutation's doing */
+      len = pool[execs].len;
+      snprintf(current, sizeof current, "%s (not mutated)", pool[execs].path);
+      alarm((unsigned)hang_timeout);
+      run_one(pool[execs].data, len, current);
+    } else {
+      const struct input *in = &pool[below(npool)];
+      len = min_size(in->len, cap);
+      memcpy(buf, in->data, len);
+      for (unsigned k = 1u << below(4); k > 0; k--) len = mutate_once(buf, len, cap);
+      snprintf(current, sizeof current,
+               "a mutation of %s (exec %lu: -s %llu -r %lu with the same inputs makes it again)", in->path,
+               execs + 1, mut_seed, execs + 1);
+      alarm((unsigned)hang_timeout);
+      run_one(buf, len, current);
+    }
+    alarm(0);
+    execs++;
+  }
+  double secs = now() - t0;
+  printf("mutate: %lu execs in %.1f s (%.0f exec/s), seed %llu, no crash\n", execs, secs,
+         secs > 0 ? (double)execs / secs : 0.0, mut_seed);
+  free(buf);
+  return 0;
+}
+
+static const char *argv0;
+
+/* The synopsis; with -h (status 0), every option too. */
+static void usage(int status) {
   fprintf(status ? stderr : stdout,
           "usage: %s [-q] [-n N] FILE|DIR...   run inputs through the target\n"
           "       %s -A OUTDIR FILE|DIR...     write each input's binary form to OUTDIR\n"
-          "  -q    no line per input, only the summary\n"
-          "  -n N  run each input N times (threads and fork targets)\n"
-          "Folders are walked recursively in name order; *.ops files are the text form.\n",
-          argv0, argv0);
-  exit(status);
+          "       %s -M SECONDS [-s SEED] [-o CRASHDIR] [-t TIMEOUT] [-r RUNS] [-x MAXLEN] [-q] FILE|DIR...\n"
+          "                                    run random mutations of the inputs for SECONDS\n",
+          argv0, argv0, argv0);
+  if (status) {
+    fprintf(stderr, "(%s -h lists the options)\n", argv0);
+    exit(status);
+  }
+  printf("  -q          no line per input (with -M: no status line every 10 s)\n"
+         "  -n N        run each input N times (threads and fork targets)\n"
+         "  -s SEED     -M: the mutations' seed (default: from the clock; printed)\n"
+         "  -o CRASHDIR -M: where a failing input is saved, as crash-HASH or timeout-HASH (default .)\n"
+         "  -t TIMEOUT  -M: seconds one input may run before it is a hang (default 30)\n"
+         "  -r RUNS     -M: stop after RUNS executions\n"
+         "  -x MAXLEN   -M: the longest mutated input (default: the longest input, at least 4096)\n"
+         "Folders are walked recursively in name order; *.ops files are the text form.\n"
+         "With -M, a failing input is saved and named, and the process dies of its signal.\n");
+  exit(0);
+}
+
+/* A whole decimal number in [lo, hi], or the usage message. */
+static unsigned long long number(int opt, const char *arg, unsigned long long lo, unsigned long long hi) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(arg, &end, 10);
+  if (arg[0] < '0' || arg[0] > '9' || errno || *end || v < lo || v > hi) {
+    fprintf(stderr, "%s: -%c %s: want a whole number from %llu to %llu\n", argv0, opt, arg, lo, hi);
+    usage(2);
+  }
+  return v;
 }
 
 int main(int argc, char **argv) {
-  int c;
-  char *end;
-  while ((c = getopt(argc, argv, "+qn:A:h")) != -1) {
+  int c, only_m = 0;
+  argv0 = argv[0];
+  while ((c = getopt(argc, argv, "+qn:A:M:s:o:t:r:x:h")) != -1) {
     switch (c) {
       case 'q': quiet = 1; break;
-      case 'n':
-        errno = 0;
-        repeat = strtoul(optarg, &end, 10);
-        if (errno || *end || repeat == 0) die(optarg, "-n wants a positive number");
-        break;
+      case 'n': repeat = (unsigned long)number(c, optarg, 1, ULONG_MAX); break;
       case 'A': assemble_dir = optarg; break;
-      case 'h': usage(argv[0], 0); break;
-      default: usage(argv[0], 2);
+      case 'M': mutate = 1, mut_seconds = (unsigned long)number(c, optarg, 1, 100L * 24 * 3600); break;
+      case 's': mut_seed = number(c, optarg, 0, ULLONG_MAX), have_seed = 1, only_m = c; break;
+      case 'o': crash_dir = optarg, only_m = c; break;
+      case 't': hang_timeout = (unsigned long)number(c, optarg, 1, 24 * 3600), only_m = c; break;
+      case 'r': max_runs = (unsigned long)number(c, optarg, 1, ULONG_MAX), only_m = c; break;
+      case 'x': max_len = (unsigned long)number(c, optarg, 1, 64UL << 20), only_m = c; break;
+      case 'h': usage(0); break;
+      default: usage(2);
     }
   }
-  if (optind >= argc) usage(argv[0], 2);
+  if (optind >= argc) {
+    fprintf(stderr, "%s: no FILE or DIR given\n", argv0);
+    usage(2);
+  }
+  if (only_m && !mutate) {
+    fprintf(stderr, "%s: -%c goes with -M only\n", argv0, only_m);
+    usage(2);
+  }
+  if (mutate && (assemble_dir || repeat != 1)) {
+    fprintf(stderr, "%s: -M does not go with -A or -n\n", argv0);
+    usage(2);
+  }
   main_pid = getpid();
+  if (mutate && !have_seed) mut_seed = (unsigned long long)time(NULL) * 1000003u ^ (unsigned long long)main_pid;
   if (!assemble_dir) {
     install_handlers();
     /* libFuzzer passes the whole command line; so do we (a copy: the
@@ -285,6 +565,7 @@ int main(int argc, char **argv) {
     die(assemble_dir, strerror(errno));
   }
   for (int i = optind; i < argc; i++) run_path(argv[i], 0);
+  if (mutate) return run_mutations();
   if (assemble_dir) printf("assembled %lu inputs into %s\n", inputs, assemble_dir);
   else if (repeat > 1) printf("replayed %lu inputs (%lu times each)\n", inputs, repeat);
   else printf("replayed %lu inputs\n", inputs);
