@@ -3,7 +3,7 @@
 # Idempotent: packages already present are not touched, and when everything
 # is there it only runs dpkg-query (fast enough to call from every make target).
 #
-#   ci/deps.sh [build|check|bench|fuzz|qemu|qemu-fuzz|all]...   (default: check)
+#   ci/deps.sh [build|check|bench|fuzz|qemu|qemu-fuzz|triage|all]...   (default: check)
 #
 # qemu-fuzz wants packages of the foreign architecture arm64 (the aarch64
 # clang runtime, for libFuzzer under qemu-aarch64): it adds that
@@ -15,7 +15,7 @@ build=(gcc make clang binutils systemtap-sdt-dev libc6-dev)
 check=("${build[@]}" libclang-rt-14-dev llvm-14 valgrind strace python3 sqlite3 git perl
        util-linux procps coreutils bc gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
        gcc-powerpc64le-linux-gnu libc6-dev-ppc64el-cross
-       gcc-i686-linux-gnu libc6-dev-i386-cross libfuzzer-14-dev patch spin)
+       gcc-i686-linux-gnu libc6-dev-i386-cross libfuzzer-14-dev patch spin gdb gdb-multiarch)
 bench=("${build[@]}" python3 libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
        libclang-rt-14-dev gnuplot-nox hyperfine)
 fuzz=("${build[@]}" libclang-rt-14-dev libfuzzer-14-dev afl++ python3)
@@ -28,6 +28,9 @@ qemu=("${build[@]}" qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-po
 # cross libstdc++ that libclang_rt.fuzzer needs; the rest is the qemu group.
 qemu_fuzz=("${qemu[@]}" clang libclang-rt-14-dev:arm64 libstdc++-12-dev-arm64-cross)
 
+# make triage: every host variant and QEMU target, afl-tmin, gdb for stacks.
+triage=("${check[@]}" "${qemu[@]}" afl++ gdb gdb-multiarch)
+
 want=()
 [ $# -eq 0 ] && set -- check
 for group in "$@"; do
@@ -38,15 +41,20 @@ for group in "$@"; do
     fuzz)  want+=("${fuzz[@]}") ;;
     qemu)  want+=("${qemu[@]}") ;;
     qemu-fuzz) want+=("${qemu_fuzz[@]}") ;;
-    all)   want+=("${check[@]}" "${bench[@]}" "${fuzz[@]}" "${qemu_fuzz[@]}") ;;
-    *) echo "ci/deps.sh: unknown group '$group' (build, check, bench, fuzz, qemu, qemu-fuzz, all)" >&2; exit 2 ;;
+    triage) want+=("${triage[@]}") ;;
+    all)   want+=("${check[@]}" "${bench[@]}" "${fuzz[@]}" "${qemu_fuzz[@]}" "${triage[@]}") ;;
+    *) echo "ci/deps.sh: unknown group '$group' (build, check, bench, fuzz, qemu, qemu-fuzz, triage, all)" >&2; exit 2 ;;
   esac
 done
 
 missing=()
+native=$(dpkg --print-architecture)
 for p in $(printf '%s\n' "${want[@]}" | sort -u); do
-  st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
-  [ "$st" = installed ] || missing+=("$p")
+  # Installed for the native arch (or arch all), or for the one after a ':'
+  # (with a foreign arch added, plain names can list two architectures).
+  case $p in *:*) arches="${p#*:}" ;; *) arches="$native all" ;; esac
+  dpkg-query -W -f='${db:Status-Status} ${Architecture}\n' "${p%%:*}" 2>/dev/null |
+    grep -qxE "installed (${arches// /|})" || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
