@@ -74,3 +74,51 @@ $(QEMU_OUT)/replay/%: $(QEMU_OUT)/obj/fuzz/%.o $(QEMU_SUPPORT_OBJS) $(QEMU_LIB)
 	@mkdir -p $(@D)
 	$(QEMU_CC) $(QEMU_LDFLAGS) -o $@ $^
 endif
+
+# ==== qemu-fuzz: fuzzing on the QEMU targets (qemu-targets/fuzz.sh) ========
+#   make qemu-fuzz [SECONDS=60] [ARCHES="..."] [FUZZ_TARGETS="..."]
+# aarch64: libFuzzer (coverage-guided, ASan+UBSan) under qemu-aarch64; every
+# other arch: the replay driver's mutation mode (replay -M) under qemu-<arch>.
+# SECONDS is per (arch, target) run, as in `make fuzz`.  ARCHES defaults to
+# all six targets here (qemu-check's default is two).  Work, corpora and
+# crashes go to $(BUILD)/qemu-fuzz/.  See qemu-targets/README.md.
+QEMU_FUZZ_ALL := aarch64 ppc64le s390x riscv64 i686 armhf
+QEMU_FUZZ_ARCHES = $(if $(filter file undefined,$(origin ARCHES)),$(QEMU_FUZZ_ALL),$(ARCHES))
+
+qemu-fuzz:
+	@bash ci/deps.sh qemu-fuzz
+	@BUILD=$(BUILD) bash $(QEMU_DIR)/fuzz.sh -s $(or $(SECONDS),60) \
+	  $(if $(FUZZ_TARGETS),-t "$(FUZZ_TARGETS)") $(QEMU_FUZZ_ARCHES)
+.PHONY: qemu-fuzz
+
+# The aarch64 libFuzzer binaries, $(BUILD)/qemu-fuzz/build-aarch64/bin/<t>:
+# the objects of fuzz.mk's libFuzzer engine (the same flags, vigil's own
+# sources with coverage and ASan+UBSan too), built by clang for
+# aarch64-linux-gnu against the cross libc, and linked dynamically (ASan has
+# no static runtime): qemu-aarch64 -L /usr/aarch64-linux-gnu runs them.
+# fuzz.sh builds them through the top Makefile, which includes fuzz.mk.
+ifdef FUZZ_LIB_CFLAGS
+QEMU_LF_OUT := $(BUILD)/qemu-fuzz/build-aarch64
+QEMU_LF_CC := $(FUZZ_CLANG) --target=aarch64-linux-gnu
+QEMU_LF_FLAGS := -DVIGIL_NO_SDT $(FUZZ_SAN) -fsanitize=fuzzer-no-link
+QEMU_LF_BINS := $(addprefix $(QEMU_LF_OUT)/bin/,$(FUZZ_TARGETS))
+QEMU_LF_LIB := $(QEMU_LF_OUT)/libvigil_prefixed.a
+QEMU_LF_SUPPORT := $(patsubst %.c,$(QEMU_LF_OUT)/obj/%.o,$(FUZZ_SUPPORT))
+.SECONDARY: $(patsubst src/%.c,$(QEMU_LF_OUT)/obj/vigil/%.o,$(FUZZ_VIGIL_SRCS)) $(QEMU_LF_SUPPORT) \
+  $(patsubst %,$(QEMU_LF_OUT)/obj/fuzz/%.o,$(FUZZ_TARGETS))
+
+qemu-fuzz-build-aarch64: $(QEMU_LF_BINS)
+.PHONY: qemu-fuzz-build-aarch64
+
+$(QEMU_LF_OUT)/obj/vigil/%.o: src/%.c $(HDRS)
+	@mkdir -p $(@D)
+	$(QEMU_LF_CC) $(FUZZ_LIB_CFLAGS) $(QEMU_LF_FLAGS) -c $< -o $@
+$(QEMU_LF_LIB): $(patsubst src/%.c,$(QEMU_LF_OUT)/obj/vigil/%.o,$(FUZZ_VIGIL_SRCS))
+	rm -f $@ && aarch64-linux-gnu-ar rcs $@ $^
+$(QEMU_LF_OUT)/obj/%.o: %.c $(FUZZ_HDRS)
+	@mkdir -p $(@D)
+	$(QEMU_LF_CC) $(FUZZ_CFLAGS) $(QEMU_LF_FLAGS) -c $< -o $@
+$(QEMU_LF_BINS): $(QEMU_LF_OUT)/bin/%: $(QEMU_LF_OUT)/obj/fuzz/%.o $(QEMU_LF_SUPPORT) $(QEMU_LF_LIB)
+	@mkdir -p $(@D)
+	$(QEMU_LF_CC) -fsanitize=fuzzer $(FUZZ_SAN) -pthread -o $@ $^
+endif

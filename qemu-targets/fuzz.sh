@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# Fuzzing on the QEMU targets: `make qemu-fuzz` runs
+#   qemu-targets/fuzz.sh [-s SECONDS] [-t "TARGETS"] [ARCH...]
+# (default: 60 s, every target of fuzz/fuzz.mk, all six arches).
+# SECONDS is the time of one (arch, target) run, as in `make fuzz`; runs go
+# one after the other.  For each ARCH (a file qemu-targets/ARCH):
+#   aarch64  libFuzzer (coverage-guided, ASan+UBSan), built by clang for
+#            aarch64 (qemu.mk's qemu-fuzz section), under qemu-aarch64
+#   others   the replay driver's mutation mode (replay -M: random mutations
+#            of the corpus, no coverage), the cross build of qemu.mk, under
+#            qemu-ARCH -p PAGESIZE (the target's largest page size)
+# Work goes to $BUILD/qemu-fuzz/ARCH/TARGET/ (corpus/ for libFuzzer, which
+# grows from run to run; crashes/; log).  Prints a table, then each crash's
+# file and the command that reproduces it.  Exit status 1 on a crash or an
+# error, else 0.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+BUILD=${BUILD:-build}
+MAKE=${MAKE:-make}
+HANG=30 # seconds one input may take (the fork and corrupt targets give a child 10-20 s)
+seconds=60 targets=""
+usage() {
+  echo "usage: $0 [-s SECONDS] [-t \"TARGET...\"] [ARCH...]   (make qemu-fuzz SECONDS= ARCHES= FUZZ_TARGETS=)" >&2
+  exit 2
+}
+while getopts s:t:h o; do
+  case $o in
+    s) seconds=$OPTARG ;;
+    t) targets=$OPTARG ;;
+    *) usage ;;
+  esac
+done
+shift $((OPTIND - 1))
+[[ $seconds =~ ^[1-9][0-9]*$ ]] || { echo "qemu-fuzz: SECONDS must be a positive whole number, not '$seconds'" >&2; exit 2; }
+[ $# -gt 0 ] || set -- aarch64 ppc64le s390x riscv64 i686 armhf
+all_targets=$(sed -n 's/^FUZZ_TARGETS *:= *//p' fuzz/fuzz.mk)
+read -r -a targets <<<"${targets:-$all_targets}"
+for t in "${targets[@]}"; do
+  [[ " $all_targets " == *" $t "* ]] || { echo "qemu-fuzz: unknown target '$t' (fuzz/fuzz.mk: $all_targets)" >&2; exit 2; }
+done
+unset QEMU_PAGESIZE QEMU_LD_PREFIX QEMU_SET_ENV QEMU_UNSET_ENV QEMU_STRACE QEMU_RESERVED_VA VIGIL_OPTIONS \
+      MALLOC_CHECK_ MALLOC_PERTURB_
+# libFuzzer's sanitizers: LSan cannot run under QEMU; the glibc comparison
+# asks ASan's malloc for sizes up to SIZE_MAX on purpose.
+export ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1
+
+# load ARCH: the target file's keys into T_<KEY> (format: README.md).
+load() {
+  [ -f "qemu-targets/$1" ] && [[ $1 != *.* ]] || { echo "qemu-fuzz: unknown arch '$1': no file qemu-targets/$1"; return 1; }
+  eval "$(. "./qemu-targets/$1" >/dev/null || exit 1
+          for k in TRIPLE CC QEMU SYSROOT PAGESIZES EXTRA_CFLAGS PACKAGES; do printf 'T_%s=%q\n' "$k" "${!k-}"; done)"
+}
+
+# The tools of every arch first: nothing runs if one is missing.
+bad=0
+for arch in "$@"; do
+  load "$arch" || { bad=1; continue; }
+  missing=() pkgs=$T_PACKAGES
+  command -v "$T_QEMU" >/dev/null || missing+=("$T_QEMU")
+  command -v "$T_CC" >/dev/null || missing+=("$T_CC")
+  [ -e "$T_SYSROOT/lib/libc.a" ] || missing+=("$T_SYSROOT/lib/libc.a")
+  if [ "$arch" = aarch64 ]; then
+    pkgs+=" clang libclang-rt-14-dev:arm64 libstdc++-12-dev-arm64-cross"
+    rt=$(clang -print-runtime-dir 2>/dev/null)
+    command -v clang >/dev/null || missing+=(clang)
+    for l in fuzzer asan ubsan_standalone; do
+      [ -e "$rt/libclang_rt.$l-aarch64.a" ] || missing+=("$rt/libclang_rt.$l-aarch64.a")
+    done
+    ls "$T_SYSROOT"/lib/libstdc++.so* /usr/lib/gcc-cross/aarch64-linux-gnu/*/libstdc++.so >/dev/null 2>&1 ||
+      missing+=("libstdc++ for aarch64")
+  fi
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "qemu-fuzz: $arch: missing ${missing[*]}"
+    echo "qemu-fuzz:   install the Debian packages $pkgs (bash ci/deps.sh qemu-fuzz)"
+    bad=1
+  fi
+done
+[ $bad -eq 0 ] || exit 1
+command -v "$MAKE" >/dev/null || { echo "qemu-fuzz: $MAKE not found (Debian package make)"; exit 1; }
+
+work=$BUILD/qemu-fuzz
+mkdir -p "$work"
+rows=() details=() failed=0
+nomake() { env -u MAKEFLAGS -u MFLAGS -u MAKEOVERRIDES "$@"; }
+# The host replay driver assembles the *.ops seeds for libFuzzer (replay -A).
+nomake "$MAKE" -s -j2 "BUILD=$BUILD" fuzz-replay-build >"$work/build-host.log" 2>&1 ||
+  { echo "qemu-fuzz: the host replay build failed:"; tail -n 20 "$work/build-host.log"; exit 1; }
+
+# row ARCH TARGET ENGINE SECS EXECS CRASHES RESULT
+row() { rows+=("$(printf '%-8s %-8s %-9s %5s %9s %8s %7s  %s' "$1" "$2" "$3" "$4" "$5" \
+                   "$(awk -v e="$5" -v s="$4" 'BEGIN { if (e ~ /^[0-9]+$/ && s > 0) printf "%.0f", e / s; else print "-" }')" \
+                   "$6" "$7")"); }
+q() { printf '%q ' "$@"; }
+
+for arch in "$@"; do
+  load "$arch"
+  ps=${T_PAGESIZES##* }
+  if [ "$arch" = aarch64 ]; then
+    engine=libfuzzer
+    bins=(); for t in "${targets[@]}"; do bins+=("$BUILD/qemu-fuzz/build-aarch64/bin/$t"); done
+    bcmd=("$MAKE" -s -j2 "BUILD=$BUILD" "${bins[@]}")
+  else
+    engine=mutate
+    bins=(); for t in "${targets[@]}"; do bins+=("$BUILD/qemu/$arch/replay/$t"); done
+    bcmd=("$MAKE" -s -j2 -f qemu-targets/qemu.mk "BUILD=$BUILD" "QEMU_BUILD_ARCH=$arch" "QEMU_CC=$T_CC"
+          "QEMU_TRIPLE=$T_TRIPLE" "QEMU_EXTRA_CFLAGS=$T_EXTRA_CFLAGS" "${bins[@]}")
+  fi
+  mkdir -p "$work/$arch"
+  echo "qemu-fuzz: $arch: building ($engine)"
+  if ! nomake "${bcmd[@]}" >"$work/$arch/build.log" 2>&1; then
+    failed=$((failed + 1))
+    for t in "${targets[@]}"; do row "$arch" "$t" "$engine" - - - "error: build failed"; done
+    details+=("---- $arch: the build failed: $(q "${bcmd[@]}")
+$(tail -n 15 "$work/$arch/build.log" | sed 's/^/     | /')")
+    continue
+  fi
+  for t in "${targets[@]}"; do
+    dir=$work/$arch/$t log=$work/$arch/$t/log
+    mkdir -p "$dir/crashes"
+    seeds=()
+    for d in "corpus/$t" "corpus/regressions/$t"; do [ -d "$d" ] && seeds+=("$d"); done
+    before=$(ls "$dir/crashes" | wc -l)
+    echo "qemu-fuzz: $arch/$t: $engine, $seconds s"
+    start=$(date +%s.%N)
+    if [ $engine = libfuzzer ]; then
+      # -R: a 39-bit guest address space, the layout ASan picks from the
+      # guest's stack address; without it QEMU maps above 2^39 and ASan
+      # stops with "CHECK failed: asan_poisoning.cpp:36".  -rss_limit_mb=0:
+      # libFuzzer's RSS thread hangs the start-up under QEMU.
+      q=("$T_QEMU" -R 0x8000000000 -L "$T_SYSROOT")
+      rm -rf "$dir/seeds" && mkdir -p "$dir/corpus"
+      "$BUILD/fuzz/replay/$t" -A "$dir/seeds" "${seeds[@]}" >/dev/null
+      cmd=("${q[@]}" "$BUILD/qemu-fuzz/build-aarch64/bin/$t" -max_total_time="$seconds" -timeout=$HANG
+           -rss_limit_mb=0 -close_fd_mask=1 -print_final_stats=1 -artifact_prefix="$dir/crashes/"
+           "$dir/corpus" "$dir/seeds")
+    else
+      seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+      q=("$T_QEMU" -L "$T_SYSROOT" -p "$ps")
+      cmd=("${q[@]}" "$BUILD/qemu/$arch/replay/$t" -q -M "$seconds" -s "$seed" -t $HANG -o "$dir/crashes" "${seeds[@]}")
+    fi
+    timeout -k 5 $((seconds + HANG + 120)) "${cmd[@]}" >"$log" 2>&1
+    rc=$?
+    secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
+    if [ $engine = libfuzzer ]; then
+      execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
+      # crashes: this run's new files (libFuzzer names them by content)
+      new=$(($(ls "$dir/crashes" | wc -l) - before))
+      files=$(sed -n "s/.*Test unit written to \(.*\)$/\1/p" "$log")
+      ok_line=$(grep -c '^Done [0-9]* runs' "$log")
+    else
+      execs=$(sed -n 's/^mutate: \([0-9]*\) execs in .*/\1/p' "$log" | tail -n1)
+      [ -n "$execs" ] || execs=$(sed -n 's/.*(exec \([0-9]*\):.*/\1/p' "$log" | tail -n1)
+      files=$(sed -n 's/^replay: input saved to //p' "$log")
+      new=$(printf '%s' "$files" | grep -c .)
+      ok_line=$(grep -c '^mutate: .* no crash$' "$log")
+    fi
+    if [ $rc -eq 0 ] && [ "$ok_line" -gt 0 ]; then
+      result=ok
+    elif [ -n "$files" ]; then
+      result=CRASH
+      failed=$((failed + 1))
+      for f in $files; do
+        again=""
+        if [ $engine = mutate ]; then
+          n=$(sed -n 's/.*(exec \([0-9]*\):.*/\1/p' "$log" | tail -n1)
+          [ -n "$n" ] && again="
+     the run again (if the file alone passes, an earlier input left state behind):
+       $(q "${q[@]}" "$BUILD/qemu/$arch/replay/$t" -q -M 100000 -s "$seed" -r "$n" -t $HANG -o "$dir/crashes" "${seeds[@]}")"
+          rep=("${q[@]}" "$BUILD/qemu/$arch/replay/$t" "$f")
+        else
+          rep=("${q[@]}" "$BUILD/qemu-fuzz/build-aarch64/bin/$t" "$f")
+          rep=(env "ASAN_OPTIONS=$ASAN_OPTIONS" "${rep[@]}")
+        fi
+        details+=("---- $arch/$t ($engine): $(grep -m1 -E 'vigil oracle|vigil: |ERROR: |corrupt:|signal|hang|exit\(\)' "$log" | cut -c1-160)
+     saved: $f
+     reproduce: $(q "${rep[@]}")$again
+     log: $log")
+      done
+    else
+      result="error: exit $rc"
+      [ $rc -eq 124 ] && result="error: timed out"
+      failed=$((failed + 1))
+      details+=("---- $arch/$t ($engine): $result, nothing saved
+     command: $(q "${cmd[@]}")
+$(tail -n 15 "$log" | sed 's/^/     | /')")
+    fi
+    row "$arch" "$t" "$engine" "$secs" "${execs:--}" "$new" "$result"
+  done
+done
+
+echo
+printf '%-8s %-8s %-9s %5s %9s %8s %7s  %s\n' arch target engine secs execs exec/s crashes result
+printf '%s\n' "${rows[@]}"
+if [ ${#details[@]} -gt 0 ]; then
+  echo
+  printf '%s\n' "${details[@]}"
+fi
+echo "qemu-fuzz: ${#rows[@]} runs ($*), $failed failed; work in $work/"
+[ $failed -eq 0 ]
