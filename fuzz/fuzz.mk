@@ -7,6 +7,8 @@
 #                                            from the seeds ($(BUILD)/fuzz/smoke-work)
 #   make fuzz-build                          every engine whose tools are here
 #   make fuzz-replay-build                   the replay mains (make check)
+#   make triage INPUT=f                      one failing input on every host
+#                                            variant and QEMU target (below)
 #
 # Engines:
 #   replay     $(CC), no sanitizer, fuzz/replay.c as main, libvigil_prefixed.a
@@ -100,6 +102,42 @@ $(BUILD)/fuzz/obj-afl/%.o: %.c $(FUZZ_HDRS) | fuzz-tools-afl
 $(call fuzz_bins,afl): $(BUILD)/fuzz/afl/%: $(BUILD)/fuzz/obj-afl/fuzz/%.o $(call fuzz_objs,afl,$(FUZZ_SUPPORT)) $(FUZZ_AFL_LIB)
 	@mkdir -p $(@D)
 	AFL_QUIET=1 $(FUZZ_AFL_CC) -fsanitize=fuzzer -pthread -o $@ $^
+
+# ---- replay under one sanitizer (make triage): clang, all of it rebuilt ----
+# $(BUILD)/fuzz/replay-<v>/<t> for v in asan ubsan tsan: the replay main with
+# vigil's own sources, the target and the oracle built with that sanitizer.
+FUZZ_SAN_asan := -fsanitize=address
+FUZZ_SAN_ubsan := -fsanitize=undefined -fno-sanitize-recover=undefined
+FUZZ_SAN_tsan := -fsanitize=thread
+FUZZ_SAN_VARIANTS := asan ubsan tsan
+define fuzz_san_variant
+$(BUILD)/fuzz/obj-replay-$(1)/vigil/%.o: src/%.c $(HDRS) | fuzz-tools-libfuzzer $(DEPS_STAMP)
+	@mkdir -p $$(@D)
+	$(FUZZ_CLANG) $(FUZZ_LIB_CFLAGS) $(FUZZ_SAN_$(1)) -c $$< -o $$@
+$(BUILD)/fuzz/obj-replay-$(1)/%.o: %.c $(FUZZ_HDRS) | fuzz-tools-libfuzzer
+	@mkdir -p $$(@D)
+	$(FUZZ_CLANG) $(FUZZ_CFLAGS) $(FUZZ_SAN_$(1)) -c $$< -o $$@
+$(call fuzz_bins,replay-$(1)): $(BUILD)/fuzz/replay-$(1)/%: $(BUILD)/fuzz/obj-replay-$(1)/fuzz/%.o \
+    $(call fuzz_objs,replay-$(1),fuzz/replay.c $(FUZZ_SUPPORT)) \
+    $(patsubst src/%.c,$(BUILD)/fuzz/obj-replay-$(1)/vigil/%.o,$(FUZZ_VIGIL_SRCS))
+	@mkdir -p $$(@D)
+	$(FUZZ_CLANG) $(FUZZ_SAN_$(1)) -pthread -o $$@ $$^
+fuzz-build-replay-$(1): $(call fuzz_bins,replay-$(1))
+.PHONY: fuzz-build-replay-$(1)
+endef
+$(foreach v,$(FUZZ_SAN_VARIANTS),$(eval $(call fuzz_san_variant,$(v))))
+
+# ---- triage: one failing input, everywhere (fuzz/triage.sh -h) -------------
+# make triage INPUT=f [TARGET=t] [ARCHES="..."] [VARIANTS="..."] [RUNS=3]
+# ARCHES defaults to every QEMU target here (not qemu-check's two); give
+# ARCHES= for the host only.
+triage:
+	$(if $(INPUT),,$(error make triage INPUT=<file> [TARGET=t] [ARCHES="..."] [VARIANTS="..."] [RUNS=n]))
+	@bash ci/deps.sh triage
+	@BUILD=$(BUILD) bash fuzz/triage.sh $(if $(TARGET),-t '$(TARGET)') \
+	  $(if $(filter file,$(origin ARCHES)),,-a '$(ARCHES)') $(if $(VARIANTS),-v '$(VARIANTS)') \
+	  $(if $(RUNS),-r '$(RUNS)') '$(INPUT)'
+.PHONY: triage
 
 # ---- phony targets ---------------------------------------------------------
 fuzz-replay-build: $(call fuzz_bins,replay)

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# `make triage` on a crash planted by one of the fuzz self-test's mutants
+# (fuzz/mutants/usable-minus-16.patch), in a throw-away git repo whose
+# history is: base (this tree), plant (the mutant), later (unrelated).
+# It must print the reproduction matrix, minimize the input, symbolize the
+# stack, write corpus/regressions/api/triage-<id>.ops with a NOTES line, and
+# print a bisect command that names the "plant" commit.  The regression file
+# must fail on the mutant and pass on the real tree; and an input the mutant
+# passes must be reported as reproducing nowhere, with nothing written.
+# (A subset of the matrix, to stay short: host release and ASan, aarch64.)
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT" || exit 1
+BUILD=${BUILD:-build}
+mutant=usable-minus-16 target=api
+log=$ROOT/$BUILD/tests/triage_mutant
+rm -rf "$log" && mkdir -p "$log"
+work=$(mktemp -d "${TMPDIR:-/tmp}/vigil-triage-test.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+git_c() { git -c user.name=triage-test -c user.email=triage-test@invalid -c commit.gpgsign=false "$@"; }
+
+tar --exclude='./build*' --exclude=./.git -cf - . | tar -xf - -C "$work"
+cd "$work" || exit 1
+git init -q && git_c add -A && git_c commit -qm "base" || exit 1
+patch -s -p1 <"fuzz/mutants/$mutant.patch" || { echo "FAIL: $mutant.patch does not apply"; exit 1; }
+git_c commit -qam "plant: $mutant" && echo >>README.md && git_c commit -qam "later" || exit 1
+base=$(git rev-parse HEAD~2) plant=$(git rev-parse --short HEAD~1)
+
+# The crash: the first seed of the target that the mutant fails; and one it
+# passes, for the negative case.
+make -s --no-print-directory "build/fuzz/replay/$target" >"$log/build.log" 2>&1 || { cat "$log/build.log"; exit 1; }
+crash="" clean=""
+for f in corpus/"$target"/*.ops; do
+  if { "build/fuzz/replay/$target" -q "$f" >/dev/null 2>&1; } 2>/dev/null; then clean=${clean:-$f}; else crash=${crash:-$f}; fi
+done
+[ -n "$crash" ] || { echo "FAIL: no seed of $target fails under $mutant: the test has nothing to triage"; exit 1; }
+[ -n "$clean" ] || { echo "FAIL: every seed of $target fails under $mutant: no negative case"; exit 1; }
+
+args=(ARCHES=aarch64 "VARIANTS=release asan" RUNS=2)
+env -u MAKEFLAGS make -s --no-print-directory triage INPUT="$crash" "${args[@]}" >"$log/triage.log" 2>&1
+rc=$?
+out=$log/triage.log
+[ $rc -eq 0 ] || bad "make triage INPUT=$crash exited $rc"
+grep -qE '^where +fails +first failure$' "$out" || bad "no reproduction matrix"
+grep -qE '^host release +2/2 +SIGABRT: vigil oracle: api: .*usable size' "$out" || bad "matrix: host release does not show the oracle's usable-size failure"
+grep -qE '^host asan +2/2 +SIGABRT' "$out" || bad "matrix: no host asan row that fails"
+for ps in 4 16 64; do
+  grep -qE "^aarch64 p${ps}k +2/2 +SIGABRT: vigil oracle" "$out" || bad "matrix: no failing aarch64 row at ${ps} KiB pages"
+done
+grep -q '^classification: everywhere' "$out" || bad "not classified as failing everywhere"
+if [[ $(grep -m1 '^minimized: ' "$out") =~ ^minimized:\ ([0-9]+)\ -\>\ ([0-9]+)\ bytes\ \(libFuzzer ]]; then
+  [ "${BASH_REMATCH[2]}" -lt "${BASH_REMATCH[1]}" ] || bad "the input did not get smaller"
+else
+  bad "no libFuzzer minimization line"
+fi
+grep -A3 '^stack (gdb, the host release build):' "$out" | grep -qE '#[0-9]+ .* at [^ ]+\.c:[0-9]+' ||
+  bad "no symbolized frame (file:line) in the stack"
+reg=$(sed -n 's/^wrote \(corpus\/regressions\/api\/triage-[0-9a-f]*\.ops\) and a line in .*/\1/p' "$out")
+if [ -z "$reg" ] || [ ! -f "$reg" ]; then
+  bad "no regression file written"
+else
+  grep -q "^$(basename "$reg"): everywhere" corpus/regressions/api/NOTES || bad "no NOTES line for $(basename "$reg")"
+  { "build/fuzz/replay/$target" -q "$reg" >"$log/reg-mutant.log" 2>&1; } 2>/dev/null &&
+    bad "the regression file $reg passes on the mutant"
+  make -s -C "$ROOT" --no-print-directory "$BUILD/fuzz/replay/$target" >/dev/null 2>&1
+  "$ROOT/$BUILD/fuzz/replay/$target" -q "$reg" >"$log/reg-real.log" 2>&1 ||
+    bad "the regression file fails on the real tree: $(head -n1 "$log/reg-real.log")"
+  cp "$reg" "$log/"
+fi
+
+# The bisect command it printed, run: it must name the planted commit.
+cmd=$(sed -n 's/^find the commit that introduced it: \(fuzz\/bisect\.sh .*\) GOOD_COMMIT \[BAD_COMMIT\]$/\1/p' "$out")
+if [ -z "$cmd" ]; then
+  bad "no bisect command printed"
+else
+  read -r -a bargs <<<"$cmd"
+  bash "${bargs[@]}" "$base" >"$log/bisect.log" 2>&1 || bad "fuzz/bisect.sh failed: $(tail -n 3 "$log/bisect.log")"
+  grep -q "^first bad commit: $plant plant: $mutant" "$log/bisect.log" ||
+    bad "bisect did not name the planted commit $plant: $(tail -n 1 "$log/bisect.log")"
+fi
+
+# The negative: an input the mutant passes reproduces nowhere.
+before=$(ls corpus/regressions/api | wc -l)
+env -u MAKEFLAGS make -s --no-print-directory triage INPUT="$clean" "${args[@]}" >"$log/triage-clean.log" 2>&1
+rc=$?
+[ $rc -ne 0 ] || bad "triage of a passing input ($clean) exited 0"
+grep -q 'reproduces nowhere' "$log/triage-clean.log" || bad "triage of a passing input did not say it reproduces nowhere"
+[ "$(ls corpus/regressions/api | wc -l)" -eq "$before" ] || bad "triage of a passing input wrote a file"
+
+if [ $fail -ne 0 ]; then
+  echo "--- make triage output:"; cat "$out"
+  exit 1
+fi
+echo "triage_mutant: $mutant: $(basename "$crash") failed everywhere in the matrix, $(grep -m1 '^minimized' "$out" | cut -d'(' -f1)"
+echo "triage_mutant: wrote $(basename "$reg") (fails on the mutant, passes here); bisect named $plant; a passing input reproduced nowhere"
