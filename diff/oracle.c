@@ -33,6 +33,17 @@
 #ifndef HAVE_GLIBC_MALLOC
 #define HAVE_GLIBC_MALLOC 1
 #endif
+/* Under Valgrind the process's malloc is Valgrind's replacement (which also
+ * aborts on alignments glibc refuses with EINVAL): the same. */
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define UNDER_VALGRIND() RUNNING_ON_VALGRIND
+#endif
+#endif
+#ifndef UNDER_VALGRIND
+#define UNDER_VALGRIND() 0
+#endif
 
 #define SENTINEL_ERRNO 7777
 /* Requests up to this size must succeed; above it they may fail (ENOMEM). */
@@ -100,7 +111,11 @@ static void compare(struct run *r, size_t i, const struct op *o, const struct ou
   if (!r->glibc) return;
   char b1[96], b2[96];
   if (big && v->null != g->null) return; /* may fail on either side */
-  if (v->null != g->null || v->err != g->err || v->ret != g->ret)
+  /* On success glibc may leave errno changed (an mmap that failed before a
+   * fallback that worked: seen under QEMU, whose guests have less address
+   * space); vigil's errno on success is checked by expect(). */
+  int both_ok = !v->null && !g->null;
+  if (v->null != g->null || (!both_ok && v->err != g->err) || v->ret != g->ret)
     FAIL("vigil: %s; glibc: %s", describe(v, b1, sizeof b1), describe(g, b2, sizeof b2));
 }
 
@@ -278,8 +293,20 @@ static void exec_alloc(struct run *r, unsigned t, size_t i, const struct op *o) 
     if (bad2) FAIL("%s", bad2);
   }
 
-  /* The glibc side: same call, its own slots. */
-  if (r->glibc) {
+  /* The glibc side: same call, its own slots.  Not for a big aligned
+   * request (over 64 MiB, or aligned above that), which either side may
+   * refuse and whose failure the specification judges: glibc 2.36-8 (the
+   * cross sysroots' static libc) crashes in _int_memalign on sizes near
+   * PTRDIFF_MAX (corpus/regressions/edge/NOTES).
+   * When one side got a big block and the other did not, the slot is
+   * emptied on both sides, so that later ops on it compare like with like
+   * (on 32-bit targets a request of a few hundred MiB can go either way). */
+  int aligned = o->kind == OP_MEMALIGN || o->kind == OP_ALIGNED_ALLOC || o->kind == OP_POSIX_MEMALIGN ||
+                o->kind == OP_VALLOC || o->kind == OP_PVALLOC;
+  if (r->glibc && aligned && big) {
+    release(r, i, o, where);
+    glibc_release(&r->gslot[s]);
+  } else if (r->glibc) {
     void **gw = &r->gslot[s];
     if (!resize) glibc_release(gw);
     void *gp = call(o, n, *gw, 1, &g);
@@ -290,6 +317,10 @@ static void exec_alloc(struct run *r, unsigned t, size_t i, const struct op *o) 
     }
     if (gp || !resize || (n == 0 && !fail)) *gw = gp;
     compare(r, i, o, &v, &g, big);
+    if (big && v.null != g.null) {
+      release(r, i, o, where);
+      glibc_release(gw);
+    }
   }
 }
 
@@ -450,7 +481,9 @@ static void exec_range(struct run *r, unsigned t, size_t from, size_t to, int in
         size_t u = vigil_malloc_usable_size(b->p);
         if (!b->p && u != 0) FAIL("malloc_usable_size(NULL) = %zu", u);
         if (b->p && u != b->usable) FAIL("usable size changed from %zu to %zu", b->usable, u);
-        if (r->glibc && !r->gslot[s] && malloc_usable_size(NULL) != u) FAIL("usable(NULL) differs from glibc");
+        /* Only when both slots are empty: after a big request that one side
+         * refused, the slots may differ. */
+        if (r->glibc && !b->p && !r->gslot[s] && malloc_usable_size(NULL) != u) FAIL("usable(NULL) differs from glibc");
         break;
       }
       case OP_FILL:
@@ -550,7 +583,7 @@ void oracle_run(const struct op *ops, size_t n, const struct oracle_config *cfg)
   r->ops = ops;
   r->n = n;
   r->cfg = cfg;
-  r->glibc = cfg->compare_glibc && HAVE_GLIBC_MALLOC && !cfg->allow_threads;
+  r->glibc = cfg->compare_glibc && HAVE_GLIBC_MALLOC && !UNDER_VALGRIND() && !cfg->allow_threads;
   r->wait_budget_ms = 200;
   model_init(&r->m);
   pthread_cond_init(&r->mail_cond, NULL);
