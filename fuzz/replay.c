@@ -471,6 +471,12 @@ static int run_mutations(void) {
       snprintf(current, sizeof current,
                "a mutation of %s (exec %lu: -s %llu -r %lu with the same inputs makes it again)", in->path,
                execs + 1, mut_seed, execs + 1);
+      if (max_runs && execs + 1 == max_runs) {
+        /* The last run of -r: saved before it runs, for a failure that no
+         * handler sees (the OOM killer, a hang with signals blocked). */
+        cur_data = buf, cur_len = len;
+        save_current("input");
+      }
       alarm((unsigned)hang_timeout);
       run_one(buf, len, current);
     }
@@ -503,7 +509,8 @@ static void usage(int status) {
          "  -s SEED     -M: the mutations' seed (default: from the clock; printed)\n"
          "  -o CRASHDIR -M: where a failing input is saved, as crash-HASH or timeout-HASH (default .)\n"
          "  -t TIMEOUT  -M: seconds one input may run before it is a hang (default 30)\n"
-         "  -r RUNS     -M: stop after RUNS executions\n"
+         "  -r RUNS     -M: stop after RUNS executions; the last one's input is saved\n"
+         "              first, as input-<hash> (for a failure no signal handler sees)\n"
          "  -x MAXLEN   -M: the longest mutated input (default: the longest input, at least 4096)\n"
          "Folders are walked recursively in name order; *.ops files are the text form.\n"
          "With -M, a failing input is saved and named, and the process dies of its signal.\n");

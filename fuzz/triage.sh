@@ -267,9 +267,13 @@ class=$(printf '%s; ' "${classes[@]}")
 class=${class%; }
 echo "classification: $class"
 
-# The reference: the first failing cell, preferring the host's plain build.
-ref=${repro[0]}
-in_list "host release" "${repro[@]}" && ref="host release"
+# The reference: the first failing cell in this order: the host's plain
+# build, its sanitizer builds, the QEMU targets, Valgrind (whose own
+# allocator replacement can fail where nothing else does).
+ref=""
+for n in "host release" "host asan" "host ubsan" "host tsan" "${qemu_r[@]}" "host valgrind"; do
+  in_list "$n" "${repro[@]}" && { ref=$n; break; }
+done
 ref_sig=$(signature "${OUT[$ref]}")
 eval "ref_cmd=(${CMD[$ref]})"
 echo "reference: $ref: ${OUT[$ref]}"
@@ -369,6 +373,7 @@ if [ $write = 1 ]; then
   { echo "# $(basename "$dest"): written by make triage on $(date -u +%F) from $(basename "$input")"
     echo "# $class"
     echo "# reference ($ref): ${OUT[$ref]}"
+    [ "$target" = edge ] && echo "# (edge maps each size and alignment below through its tables in fuzz/edge.c)"
     grep -v '^# .*: [0-9]* ops from' "$W/min.ops"
   } >"$dest"
   # The text form only if it assembles back to the same ops (the bytes may
@@ -381,6 +386,9 @@ if [ $write = 1 ]; then
     cp "$min" "$dest"
   fi
   fails_in=$(printf '%s, ' "${repro[@]}")
+  # One line per file: triaging the same input again replaces its line.
+  notes=$regdir/$target/NOTES
+  [ -f "$notes" ] && { grep -vF "$(basename "$dest"): " "$notes" >"$tmp/notes"; cat "$tmp/notes" >"$notes"; }
   echo "$(basename "$dest"): $class; fails in: ${fails_in%, }; ${OUT[$ref]} (make triage, $(date -u +%F); say the cause here once known)" \
     >>"$regdir/$target/NOTES"
   echo "wrote $dest and a line in $regdir/$target/NOTES"

@@ -15,8 +15,8 @@
 # error, else 0.
 set -u
 cd "$(dirname "$0")/.." || exit 1
-BUILD=${BUILD:-build}
-MAKE=${MAKE:-make}
+QT_WHO=qemu-fuzz
+. qemu-targets/lib.sh
 HANG=30 # seconds one input may take (the fork and corrupt targets give a child 10-20 s)
 seconds=60 targets=""
 usage() {
@@ -38,27 +38,15 @@ read -r -a targets <<<"${targets:-$all_targets}"
 for t in "${targets[@]}"; do
   [[ " $all_targets " == *" $t "* ]] || { echo "qemu-fuzz: unknown target '$t' (fuzz/fuzz.mk: $all_targets)" >&2; exit 2; }
 done
-unset QEMU_PAGESIZE QEMU_LD_PREFIX QEMU_SET_ENV QEMU_UNSET_ENV QEMU_STRACE QEMU_RESERVED_VA VIGIL_OPTIONS \
-      MALLOC_CHECK_ MALLOC_PERTURB_
 # libFuzzer's sanitizers: LSan cannot run under QEMU; the glibc comparison
 # asks ASan's malloc for sizes up to SIZE_MAX on purpose.
 export ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1
 
-# load ARCH: the target file's keys into T_<KEY> (format: README.md).
-load() {
-  [ -f "qemu-targets/$1" ] && [[ $1 != *.* ]] || { echo "qemu-fuzz: unknown arch '$1': no file qemu-targets/$1"; return 1; }
-  eval "$(. "./qemu-targets/$1" >/dev/null || exit 1
-          for k in TRIPLE CC QEMU SYSROOT PAGESIZES EXTRA_CFLAGS PACKAGES; do printf 'T_%s=%q\n' "$k" "${!k-}"; done)"
-}
-
 # The tools of every arch first: nothing runs if one is missing.
 bad=0
 for arch in "$@"; do
-  load "$arch" || { bad=1; continue; }
+  qt_load "$arch" && qt_tools "$arch" || { bad=1; continue; }
   missing=() pkgs=$T_PACKAGES
-  command -v "$T_QEMU" >/dev/null || missing+=("$T_QEMU")
-  command -v "$T_CC" >/dev/null || missing+=("$T_CC")
-  [ -e "$T_SYSROOT/lib/libc.a" ] || missing+=("$T_SYSROOT/lib/libc.a")
   if [ "$arch" = aarch64 ]; then
     pkgs+=" clang libclang-rt-14-dev:arm64 libstdc++-12-dev-arm64-cross"
     rt=$(clang -print-runtime-dir 2>/dev/null)
@@ -76,7 +64,6 @@ for arch in "$@"; do
   fi
 done
 [ $bad -eq 0 ] || exit 1
-command -v "$MAKE" >/dev/null || { echo "qemu-fuzz: $MAKE not found (Debian package make)"; exit 1; }
 
 work=$BUILD/qemu-fuzz
 mkdir -p "$work"
@@ -93,7 +80,7 @@ row() { rows+=("$(printf '%-8s %-8s %-9s %5s %9s %8s %7s  %s' "$1" "$2" "$3" "$4
 q() { printf '%q ' "$@"; }
 
 for arch in "$@"; do
-  load "$arch"
+  qt_load "$arch"
   ps=${T_PAGESIZES##* }
   if [ "$arch" = aarch64 ]; then
     engine=libfuzzer
@@ -101,13 +88,19 @@ for arch in "$@"; do
     bcmd=("$MAKE" -s -j2 "BUILD=$BUILD" "${bins[@]}")
   else
     engine=mutate
-    bins=(); for t in "${targets[@]}"; do bins+=("$BUILD/qemu/$arch/replay/$t"); done
-    bcmd=("$MAKE" -s -j2 -f qemu-targets/qemu.mk "BUILD=$BUILD" "QEMU_BUILD_ARCH=$arch" "QEMU_CC=$T_CC"
-          "QEMU_TRIPLE=$T_TRIPLE" "QEMU_EXTRA_CFLAGS=$T_EXTRA_CFLAGS" "${bins[@]}")
   fi
   mkdir -p "$work/$arch"
   echo "qemu-fuzz: $arch: building ($engine)"
-  if ! nomake "${bcmd[@]}" >"$work/$arch/build.log" 2>&1; then
+  if [ $engine = mutate ]; then
+    qt_build "$arch"
+    brc=$?
+    bcmd=("${QT_BUILD_CMD[@]}")
+    cp "$QT_OUT/build.log" "$work/$arch/build.log"
+  else
+    nomake "${bcmd[@]}" >"$work/$arch/build.log" 2>&1
+    brc=$?
+  fi
+  if [ $brc -ne 0 ]; then
     failed=$((failed + 1))
     for t in "${targets[@]}"; do row "$arch" "$t" "$engine" - - - "error: build failed"; done
     details+=("---- $arch: the build failed: $(q "${bcmd[@]}")
@@ -135,10 +128,12 @@ $(tail -n 15 "$work/$arch/build.log" | sed 's/^/     | /')")
            "$dir/corpus" "$dir/seeds")
     else
       seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
-      q=("$T_QEMU" -L "$T_SYSROOT" -p "$ps")
+      qt_runner "$ps"
+      q=("${QT_RUN[@]}")
       cmd=("${q[@]}" "$BUILD/qemu/$arch/replay/$t" -q -M "$seconds" -s "$seed" -t $HANG -o "$dir/crashes" "${seeds[@]}")
     fi
-    timeout -k 5 $((seconds + HANG + 120)) "${cmd[@]}" >"$log" 2>&1
+    # (braces: no "Aborted" job notice from bash when the run crashes)
+    { timeout -k 5 $((seconds + HANG + 120)) "${cmd[@]}" >"$log" 2>&1; } 2>/dev/null
     rc=$?
     secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
     if [ $engine = libfuzzer ]; then
