@@ -18,6 +18,7 @@
 # Exit: 0 when git bisect named a first bad commit, 1 when it could not, 2 on
 # a usage error.
 set -uo pipefail
+CALLER_PWD=$PWD
 ROOT=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel 2>/dev/null) || {
   echo "bisect: not in a git checkout" >&2; exit 2; }
 cd "$ROOT" || exit 2
@@ -33,6 +34,7 @@ done
 shift $((OPTIND - 1))
 [ $# -eq 2 ] || [ $# -eq 3 ] || usage
 input=$1 good=$2 bad=${3:-HEAD}
+[[ $input == /* ]] || [ -e "$input" ] || input=$CALLER_PWD/$input
 [ -n "$target" ] || { echo "bisect: -t TARGET is required" >&2; exit 2; }
 [ -f "fuzz/$target.c" ] || { echo "bisect: no fuzz/$target.c" >&2; exit 2; }
 [ -f "$input" ] || { echo "bisect: INPUT '$input' is not a file" >&2; exit 2; }

@@ -29,6 +29,7 @@
 # Exit: 0 when the input failed somewhere and was triaged, 1 when it
 # reproduced nowhere, 2 on a usage error or a tool missing.
 set -uo pipefail
+CALLER_PWD=$PWD
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 2
 QT_WHO=triage
@@ -55,6 +56,8 @@ done
 shift $((OPTIND - 1))
 [ $# -eq 1 ] || usage
 input=$1
+# A relative INPUT is relative to where the script was started.
+[[ $input == /* ]] || [ -e "$input" ] || input=$CALLER_PWD/$input
 [ -f "$input" ] && [ -r "$input" ] || die "INPUT '$input' is not a readable file"
 [[ $runs =~ ^[1-9][0-9]*$ ]] || die "-r RUNS must be a positive number, not '$runs'"
 for v in $variants; do
