@@ -12,24 +12,22 @@
 set -euo pipefail
 
 build=(gcc make clang binutils systemtap-sdt-dev libc6-dev)
-check=("${build[@]}" libclang-rt-14-dev llvm-14 valgrind strace python3 sqlite3 git perl
-       util-linux procps coreutils bc gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
-       gcc-powerpc64le-linux-gnu libc6-dev-ppc64el-cross
-       gcc-i686-linux-gnu libc6-dev-i386-cross libfuzzer-14-dev patch spin gdb gdb-multiarch)
-bench=("${build[@]}" python3 libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
-       libclang-rt-14-dev gnuplot-nox hyperfine)
-fuzz=("${build[@]}" libclang-rt-14-dev libfuzzer-14-dev afl++ python3)
 qemu=("${build[@]}" qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-powerpc64le-linux-gnu
       libc6-dev-ppc64el-cross gcc-s390x-linux-gnu libc6-dev-s390x-cross gcc-riscv64-linux-gnu
       libc6-dev-riscv64-cross gcc-i686-linux-gnu libc6-dev-i386-cross gcc-arm-linux-gnueabihf
       libc6-dev-armhf-cross)
+# make triage: every host variant and QEMU target, libFuzzer and afl-tmin to
+# minimize, gdb for stacks.
+triage=("${qemu[@]}" libclang-rt-14-dev libfuzzer-14-dev llvm-14 valgrind afl++ gdb gdb-multiarch)
+# make check runs the QEMU matrix and make triage (tests/triage_mutant.sh).
+check=("${triage[@]}" strace python3 sqlite3 git perl util-linux procps coreutils bc patch spin)
+bench=("${build[@]}" python3 libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
+       libclang-rt-14-dev gnuplot-nox hyperfine)
+fuzz=("${build[@]}" libclang-rt-14-dev libfuzzer-14-dev afl++ python3)
 # libFuzzer for aarch64 under QEMU (qemu-targets/fuzz.sh): clang's arm64
 # runtime (libclang_rt.{fuzzer,asan,ubsan_standalone}-aarch64.a) and the
 # cross libstdc++ that libclang_rt.fuzzer needs; the rest is the qemu group.
 qemu_fuzz=("${qemu[@]}" clang libclang-rt-14-dev:arm64 libstdc++-12-dev-arm64-cross)
-
-# make triage: every host variant and QEMU target, afl-tmin, gdb for stacks.
-triage=("${check[@]}" "${qemu[@]}" afl++ gdb gdb-multiarch)
 
 want=()
 [ $# -eq 0 ] && set -- check
@@ -42,7 +40,7 @@ for group in "$@"; do
     qemu)  want+=("${qemu[@]}") ;;
     qemu-fuzz) want+=("${qemu_fuzz[@]}") ;;
     triage) want+=("${triage[@]}") ;;
-    all)   want+=("${check[@]}" "${bench[@]}" "${fuzz[@]}" "${qemu_fuzz[@]}" "${triage[@]}") ;;
+    all)   want+=("${check[@]}" "${bench[@]}" "${fuzz[@]}" "${qemu_fuzz[@]}") ;;
     *) echo "ci/deps.sh: unknown group '$group' (build, check, bench, fuzz, qemu, qemu-fuzz, triage, all)" >&2; exit 2 ;;
   esac
 done
