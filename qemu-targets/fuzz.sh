@@ -120,7 +120,12 @@ $(tail -n 15 "$work/$arch/build.log" | sed 's/^/     | /')")
       # guest's stack address; without it QEMU maps above 2^39 and ASan
       # stops with "CHECK failed: asan_poisoning.cpp:36".  -rss_limit_mb=0:
       # libFuzzer's RSS thread hangs the start-up under QEMU.
-      q=("$T_QEMU" -R 0x8000000000 -L "$T_SYSROOT")
+      # LD_LIBRARY_PATH=/lib (the sysroot's, through -L): once arm64 is a
+      # dpkg architecture (libclang-rt-14-dev:arm64 brings libc6:arm64), the
+      # guest's loader finds the host's /lib/aarch64-linux-gnu/libc.so.6
+      # through /etc/ld.so.cache, a different glibc build from the
+      # sysroot's ld.so, and pthread_create hangs.
+      q=("$T_QEMU" -R 0x8000000000 -L "$T_SYSROOT" -E LD_LIBRARY_PATH=/lib)
       rm -rf "$dir/seeds" && mkdir -p "$dir/corpus"
       "$BUILD/fuzz/replay/$t" -A "$dir/seeds" "${seeds[@]}" >/dev/null
       cmd=("${q[@]}" "$BUILD/qemu-fuzz/build-aarch64/bin/$t" -max_total_time="$seconds" -timeout=$HANG
