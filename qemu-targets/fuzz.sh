@@ -32,7 +32,7 @@ while getopts s:t:h o; do
 done
 shift $((OPTIND - 1))
 [[ $seconds =~ ^[1-9][0-9]*$ ]] || { echo "qemu-fuzz: SECONDS must be a positive whole number, not '$seconds'" >&2; exit 2; }
-[ $# -gt 0 ] || set -- aarch64 ppc64le s390x riscv64 i686 armhf
+[ $# -gt 0 ] || set -- $(qt_all)
 all_targets=$(sed -n 's/^FUZZ_TARGETS *:= *//p' fuzz/fuzz.mk)
 read -r -a targets <<<"${targets:-$all_targets}"
 for t in "${targets[@]}"; do

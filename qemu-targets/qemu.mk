@@ -1,6 +1,6 @@
 # The QEMU user-mode matrix (qemu-targets/README.md).
 #
-#   make qemu-check [ARCHES="aarch64 ppc64le"] [NATIVE=1]
+#   make qemu-check [ARCHES="aarch64 ppc64le ..."] [NATIVE=1]   (default: all six)
 #
 # For each arch (a file qemu-targets/<arch>): cross-builds, -static, the
 # prefixed library, the unit tests, tests/seed_large_pages.c and the replay
@@ -12,7 +12,8 @@
 QEMU_MK := $(lastword $(MAKEFILE_LIST))
 QEMU_DIR := $(patsubst %/,%,$(dir $(QEMU_MK)))
 BUILD ?= build
-ARCHES ?= aarch64 ppc64le
+QEMU_ALL := aarch64 ppc64le s390x riscv64 i686 armhf
+ARCHES ?= $(QEMU_ALL)
 
 # NATIVE=1: the same matrix on a real host of the arch, without QEMU (run.sh);
 # ARCHES then defaults to the host's arch, and only the host's compiler and
@@ -82,8 +83,7 @@ endif
 # SECONDS is per (arch, target) run, as in `make fuzz`.  ARCHES defaults to
 # all six targets here (qemu-check's default is two).  Work, corpora and
 # crashes go to $(BUILD)/qemu-fuzz/.  See qemu-targets/README.md.
-QEMU_FUZZ_ALL := aarch64 ppc64le s390x riscv64 i686 armhf
-QEMU_FUZZ_ARCHES = $(if $(filter file undefined,$(origin ARCHES)),$(QEMU_FUZZ_ALL),$(ARCHES))
+QEMU_FUZZ_ARCHES = $(ARCHES)
 
 qemu-fuzz:
 	@bash ci/deps.sh qemu-fuzz

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The QEMU user-mode matrix: `make qemu-check ARCHES="aarch64 ppc64le"` runs
-#   qemu-targets/run.sh [ARCH...]          (default: aarch64 ppc64le)
+# The QEMU user-mode matrix: `make qemu-check [ARCHES="aarch64 ppc64le"]` runs
+#   qemu-targets/run.sh [ARCH...]          (default: every target file)
 # For each ARCH (a file qemu-targets/ARCH, format in README.md):
 #   build   cross-build -static with the target's compiler, into
 #           $BUILD/qemu/ARCH/ (the rules are in qemu-targets/qemu.mk)
@@ -25,7 +25,7 @@ QT_WHO=qemu-check
 . qemu-targets/lib.sh
 TIMEOUT=${QEMU_TIMEOUT:-180}   # seconds per guest process
 if [ $# -eq 0 ]; then
-  if [ -z "$NATIVE" ]; then set -- aarch64 ppc64le
+  if [ -z "$NATIVE" ]; then set -- $(qt_all)
   elif a=$(qt_host_arch); then set -- "$a"
   else
     echo "qemu-check: FAIL: NATIVE=1: no target file is this host's arch ($(uname -m)); give ARCHES= (on x86_64, i686 runs natively)"
