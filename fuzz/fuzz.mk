@@ -128,7 +128,7 @@ endef
 $(foreach v,$(FUZZ_SAN_VARIANTS),$(eval $(call fuzz_san_variant,$(v))))
 
 # ---- triage: one failing input, everywhere (fuzz/triage.sh -h) -------------
-# make triage INPUT=f [TARGET=t] [ARCHES="..."] [VARIANTS="..."] [RUNS=3]
+# make triage INPUT=f [TARGET=t] [ARCHES="..."] [VARIANTS="..."] [RUNS=3] [MINIMIZE=0]
 # ARCHES defaults to every QEMU target here (not qemu-check's two); give
 # ARCHES= for the host only.
 triage:
@@ -136,7 +136,7 @@ triage:
 	@bash ci/deps.sh triage
 	@BUILD=$(BUILD) bash fuzz/triage.sh $(if $(TARGET),-t '$(TARGET)') \
 	  $(if $(filter file,$(origin ARCHES)),,-a '$(ARCHES)') $(if $(VARIANTS),-v '$(VARIANTS)') \
-	  $(if $(RUNS),-r '$(RUNS)') '$(INPUT)'
+	  $(if $(RUNS),-r '$(RUNS)') $(if $(filter 0,$(MINIMIZE)),-M) '$(INPUT)'
 .PHONY: triage
 
 # ---- phony targets ---------------------------------------------------------

@@ -27,10 +27,15 @@ prepare() { # dir patch
   [ -z "$2" ] || (cd "$1" && patch -s -p1 <"$OLDPWD/$2") || return 1
 }
 
-# Builds the replay driver of target $2 in tree $1, with engine $3.
+# Builds the replay driver of target $2 in tree $1, with engine $3:
+# replay (the host's), tsan, or qemu (aarch64, run at 64 KiB pages: for a
+# bug only a page size other than the host's shows).
 build() { # dir target engine
   local d=$1 t=$2 e=$3
-  if [ "$e" = tsan ]; then
+  if [ "$e" = qemu ]; then
+    (cd "$d" && . qemu-targets/aarch64 && env -u MAKEFLAGS make -s -j2 -f qemu-targets/qemu.mk BUILD=build \
+       QEMU_BUILD_ARCH=aarch64 QEMU_CC="$CC" QEMU_TRIPLE="$TRIPLE" "build/qemu/aarch64/replay/$t") >"$d/build.log" 2>&1
+  elif [ "$e" = tsan ]; then
     mkdir -p "$d/build/tsan"
     command -v clang >/dev/null || { echo "clang missing: install the Debian packages clang and libclang-rt-14-dev"; return 1; }
     (cd "$d" && clang -std=gnu11 -O1 -g -fsanitize=thread -pthread -DVIGIL_PREFIX -Isrc -Ifuzz -Idiff \
@@ -44,10 +49,12 @@ build() { # dir target engine
 replay() { # dir target engine
   local d=$1 t=$2 e=$3 bin inputs=()
   bin=$d/build/$([ "$e" = tsan ] && echo tsan || echo fuzz/replay)/$t
+  local run=()
+  [ "$e" = qemu ] && run=(qemu-aarch64 -L /usr/aarch64-linux-gnu -p 65536) bin=$d/build/qemu/aarch64/replay/$t
   for x in "$d/corpus/$t" "$d/corpus/regressions/$t"; do [ -d "$x" ] && inputs+=("$x"); done
   local n=1
   case $t in threads|fork) n=3 ;; esac
-  TSAN_OPTIONS="halt_on_error=1 exitcode=66 report_signal_unsafe=0" timeout 120 "$bin" -q -n "$n" "${inputs[@]}"
+  TSAN_OPTIONS="halt_on_error=1 exitcode=66 report_signal_unsafe=0" timeout 120 "${run[@]}" "$bin" -q -n "$n" "${inputs[@]}"
 }
 
 fuzz_run() { # dir target -> 0 if the fuzzer found nothing in 60 s

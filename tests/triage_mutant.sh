@@ -7,7 +7,9 @@
 # print a bisect command that names the "plant" commit.  The regression file
 # must fail on the mutant and pass on the real tree; and an input the mutant
 # passes must be reported as reproducing nowhere, with nothing written.
-# (A subset of the matrix, to stay short: host release and ASan, aarch64.)
+# Then the page-size-4k mutant, which only 16 and 64 KiB pages show, must be
+# classified architecture-only and page-size-only, with a stack from
+# gdb-multiarch.  (Subsets of the matrix, to stay short.)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 1
@@ -89,9 +91,31 @@ rc=$?
 grep -q 'reproduces nowhere' "$log/triage-clean.log" || bad "triage of a passing input did not say it reproduces nowhere"
 [ "$(ls corpus/regressions/api | wc -l)" -eq "$before" ] || bad "triage of a passing input wrote a file"
 
+# A bug only some page sizes show: the page-size-4k mutant (fuzz/mutants/)
+# in a second copy; the host and aarch64 at 4 KiB pass, 16 and 64 KiB fail.
+pg=$work/pagesize
+mkdir -p "$pg"
+tar --exclude='./build*' --exclude=./.git -C "$ROOT" -cf - . | tar -xf - -C "$pg"
+(cd "$pg" && patch -s -p1 <fuzz/mutants/page-size-4k.patch) || { echo "FAIL: page-size-4k.patch does not apply"; exit 1; }
+pout=$log/triage-pagesize.log
+(cd "$pg" && env -u MAKEFLAGS make -s --no-print-directory triage INPUT=corpus/api/memalign-family.ops \
+   ARCHES="aarch64 ppc64le" VARIANTS=release RUNS=1 MINIMIZE=0) >"$pout" 2>&1 || bad "make triage on the page-size mutant failed"
+grep -qE '^host release +0/1 +pass' "$pout" || bad "page-size mutant: the host should pass"
+grep -qE '^aarch64 p4k +0/1 +pass' "$pout" || bad "page-size mutant: aarch64 at 4 KiB should pass"
+for row in 'aarch64 p16k' 'aarch64 p64k' 'ppc64le p64k'; do
+  grep -qE "^$row +1/1 +SIGABRT: vigil oracle: api: .*not aligned" "$pout" || bad "page-size mutant: $row should fail with a misaligned block"
+done
+grep -q '^classification: .*architecture-only (aarch64 ppc64le)' "$pout" || bad "page-size mutant: not classified architecture-only"
+grep -q '^classification: .*page-size-only (aarch64 fails at 16384 65536, passes at 4096)' "$pout" ||
+  bad "page-size mutant: not classified page-size-only"
+grep -A12 '^stack (gdb-multiarch on qemu-' "$pout" | grep -qE '#[0-9]+ .* at [^ ]+\.c:[0-9]+' ||
+  bad "page-size mutant: no symbolized frame from gdb-multiarch"
+
 if [ $fail -ne 0 ]; then
   echo "--- make triage output:"; cat "$out"
+  echo "--- make triage output (page-size mutant):"; cat "$pout" 2>/dev/null
   exit 1
 fi
 echo "triage_mutant: $mutant: $(basename "$crash") failed everywhere in the matrix, $(grep -m1 '^minimized' "$out" | cut -d'(' -f1)"
 echo "triage_mutant: wrote $(basename "$reg") (fails on the mutant, passes here); bisect named $plant; a passing input reproduced nowhere"
+echo "triage_mutant: page-size-4k: $(grep -m1 '^classification' "$pout")"
