@@ -9,7 +9,9 @@
 # passes must be reported as reproducing nowhere, with nothing written.
 # Then the page-size-4k mutant, which only 16 and 64 KiB pages show, must be
 # classified architecture-only and page-size-only, with a stack from
-# gdb-multiarch.  (Subsets of the matrix, to stay short.)
+# gdb-multiarch; and remote-push-relaxed, which only ThreadSanitizer shows,
+# ordering suspected, with TSan's stack.  (Subsets of the matrix, to stay
+# short.)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 1
@@ -111,11 +113,29 @@ grep -q '^classification: .*page-size-only (aarch64 fails at 16384 65536, passes
 grep -A12 '^stack (gdb-multiarch on qemu-' "$pout" | grep -qE '#[0-9]+ .* at [^ ]+\.c:[0-9]+' ||
   bad "page-size mutant: no symbolized frame from gdb-multiarch"
 
+# An ordering bug: the remote push made relaxed (remote-push-relaxed), which
+# no plain build shows on x86 and ThreadSanitizer does.
+rl=$work/relaxed
+mkdir -p "$rl"
+tar --exclude='./build*' --exclude=./.git -C "$ROOT" -cf - . | tar -xf - -C "$rl"
+(cd "$rl" && patch -s -p1 <fuzz/mutants/remote-push-relaxed.patch) || { echo "FAIL: remote-push-relaxed.patch does not apply"; exit 1; }
+rout=$log/triage-relaxed.log
+(cd "$rl" && env -u MAKEFLAGS make -s --no-print-directory triage INPUT=corpus/threads/remote-drain-race.ops \
+   ARCHES= "VARIANTS=release tsan" RUNS=5 MINIMIZE=0) >"$rout" 2>&1 || bad "make triage on the relaxed-push mutant failed"
+grep -qE '^host release +0/5 +pass' "$rout" || bad "relaxed push: the plain build should pass"
+grep -qE '^host tsan +[1-5]/5 +race: WARNING: ThreadSanitizer: data race' "$rout" || bad "relaxed push: TSan should report a race"
+grep -q '^classification: .*ordering suspected (ThreadSanitizer reports a data race)' "$rout" ||
+  bad "relaxed push: not classified as ordering suspected"
+grep -A12 "^stack (the TSan build's report, host)" "$rout" | grep -qE 'src/heap\.c:[0-9]+' ||
+  bad "relaxed push: the TSan stack does not reach src/heap.c"
+
 if [ $fail -ne 0 ]; then
   echo "--- make triage output:"; cat "$out"
   echo "--- make triage output (page-size mutant):"; cat "$pout" 2>/dev/null
+  echo "--- make triage output (relaxed push):"; cat "$rout" 2>/dev/null
   exit 1
 fi
 echo "triage_mutant: $mutant: $(basename "$crash") failed everywhere in the matrix, $(grep -m1 '^minimized' "$out" | cut -d'(' -f1)"
 echo "triage_mutant: wrote $(basename "$reg") (fails on the mutant, passes here); bisect named $plant; a passing input reproduced nowhere"
 echo "triage_mutant: page-size-4k: $(grep -m1 '^classification' "$pout")"
+echo "triage_mutant: remote-push-relaxed: $(grep -m1 '^classification' "$rout")"
