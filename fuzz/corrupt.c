@@ -101,9 +101,10 @@ static const char *const known[] = {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static struct op ops[PROG_MAX_OPS];
-  if (size < 4) return 0;
+  size_t head = prog_header_len("corrupt", data, size);
+  if (head < 4) return 0;
   struct plan pl = {data[0] % KINDS, data[1], data[2], data[3], 0};
-  size_t n = prog_decode(data + 4, size - 4, ops, PROG_MAX_OPS, NULL);
+  size_t n = prog_decode(data + head, size - head, ops, PROG_MAX_OPS, NULL);
   if (n) pl.at %= n;
   int fds[2];
   if (pipe(fds) != 0) return 0;

@@ -16,8 +16,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static struct op ops[PROG_MAX_OPS];
   char str[256];
-  size_t len = size ? data[0] : 0;
-  if (len > size - (size ? 1 : 0)) len = size ? size - 1 : 0;
+  size_t used = prog_header_len("options", data, size);
+  size_t len = used ? used - 1 : 0;
   memcpy(str, data + 1, len);
   str[len] = 0;
   /* The parser's warnings (one line per bad item) go to stderr: keep them out
@@ -36,7 +36,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                   d->max);
     }
   }
-  size_t used = size ? 1 + len : 0;
   size_t n = prog_decode(data + used, size - used, ops, PROG_MAX_OPS, NULL);
   const struct oracle_config cfg = {
       .target = "options", .compare_glibc = 1, .check_contents = 1, .check_leaks = 1};

@@ -92,6 +92,12 @@ static size_t read_align(struct reader *r) {
   return (size_t)le(r, 8);
 }
 
+size_t prog_header_len(const char *target, const uint8_t *data, size_t len) {
+  if (strcmp(target, "corrupt") == 0) return len < 4 ? len : 4;
+  if (strcmp(target, "options") == 0) return len ? 1 + (data[0] < len - 1 ? data[0] : len - 1) : 0;
+  return 0;
+}
+
 size_t prog_decode(const uint8_t *data, size_t len, struct op *ops, size_t max, size_t *used) {
   struct reader r = {data, data + len, 0};
   size_t n = 0;

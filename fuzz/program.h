@@ -51,6 +51,11 @@ struct op {
   size_t align;    /* the memalign family */
 };
 
+/* The bytes a fuzz target reads before its op program: corrupt's 4-byte
+ * plan; options' length byte and the VIGIL_OPTIONS string after it; none
+ * for the other targets (or an unknown name).  At most len. */
+size_t prog_header_len(const char *target, const uint8_t *data, size_t len);
+
 /* Decodes up to max ops; returns how many.  *used (if not NULL) gets the
  * number of input bytes consumed. */
 size_t prog_decode(const uint8_t *data, size_t len, struct op *ops, size_t max, size_t *used);

@@ -244,15 +244,6 @@ crash_files() {
   find "$1/crashes" -maxdepth 1 -type f ! -name '*.repro.sh' ! -name '.*' ! -name 'slow-unit-*' -printf '%f\n' 2>/dev/null | sort
 }
 
-# How many bytes a target reads before its op program (for vigil-ops print).
-ops_skip_expr() {
-  case $1 in
-    corrupt) echo 4 ;;
-    options) echo '$((1 + $(od -An -tu1 -N1 "$crash" | tr -d " ")))' ;;
-    *) echo 0 ;;
-  esac
-}
-
 write_repro() {
   local t=$1 W=$2 c=$3 found=$4 afl_name=""
   [ -f "$W/crashes/.afl-name-${c#*-}" ] && afl_name=" (AFL: $(cat "$W/crashes/.afl-name-${c#*-}"))"
@@ -277,7 +268,7 @@ write_repro() {
     echo "  replay) build '$BUILD/fuzz/replay/$t'"
     echo "          exec '$BUILD/fuzz/replay/$t' \"\$@\" \"\$crash\" ;;"
     echo "  ops)    build '$BUILD/vigil-ops'"
-    echo "          exec '$BUILD/vigil-ops' print --skip \"$(ops_skip_expr "$t")\" \"\$crash\" ;;"
+    echo "          exec '$BUILD/vigil-ops' print --target $t \"\$crash\" ;;"
     echo "  asan)   build '$BUILD/fuzz/libfuzzer/$t'"
     echo "          exec env $(lf_env "$t" | sed "s/.*/'&'/" | tr '\n' ' ')'$BUILD/fuzz/libfuzzer/$t' $(lf_flags "$t") \"\$crash\" ;;"
     echo "  *) echo \"usage: sh \$0 [replay [-n N]|ops|asan]\" >&2; exit 2 ;;"

@@ -104,17 +104,10 @@ rm -rf "$W" && mkdir -p "$W/logs"
 cp "$bin" "$W/input"
 in=$W/input
 
-skip_of() { # the target's leading bytes (as fuzz/run.sh's repro scripts use)
-  case $target in
-    corrupt) echo 4 ;;
-    options) echo $((1 + $(od -An -tu1 -N1 "$1" | tr -d ' '))) ;;
-    *) echo 0 ;;
-  esac
-}
 # ops_of FILE: its ops as text, without vigil-ops' header comment.
-ops_of() { "$BUILD/vigil-ops" print --skip "$(skip_of "$1")" "$1" 2>/dev/null | grep -v '^#'; }
+ops_of() { "$BUILD/vigil-ops" print --target "$target" "$1" 2>/dev/null | grep -v '^#'; }
 threaded=no
-"$BUILD/vigil-ops" print --skip "$(skip_of "$in")" "$in" >"$W/input.ops" 2>/dev/null &&
+"$BUILD/vigil-ops" print --target "$target" "$in" >"$W/input.ops" 2>/dev/null &&
   grep -q '^spawn ' "$W/input.ops" && threaded=yes
 echo "triage: $input: target $target, $(grep -c '^[a-z]' "$W/input.ops") ops, threads: $threaded; work in $W"
 
@@ -177,7 +170,7 @@ cell() {
 }
 
 # ---- the matrix -----------------------------------------------------------
-rows=() repro=() passed=() cmds=()
+rows=() repro=() passed=()
 declare -A CMD OUT
 add_row() { # NAME OUTCOME FAILS COMMAND...
   local name=$1 o=$2 k=$3
@@ -370,7 +363,7 @@ tail -n +2 "$W/stack.txt" | head -n 25 | sed 's/^/  /'
 # ---- the regression file --------------------------------------------------
 mid=$(sha1sum "$min" | cut -c1-12)
 dest=$regdir/$target/triage-$mid.ops
-"$BUILD/vigil-ops" print --skip "$(skip_of "$min")" "$min" >"$W/min.ops" 2>/dev/null
+"$BUILD/vigil-ops" print --target "$target" "$min" >"$W/min.ops" 2>/dev/null
 if [ $write = 1 ]; then
   mkdir -p "$(dirname "$dest")"
   { echo "# $(basename "$dest"): written by make triage on $(date -u +%F) from $(basename "$input")"

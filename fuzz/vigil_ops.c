@@ -1,7 +1,8 @@
 /* vigil-ops: shows op programs (fuzz/FORMAT.md) as text and turns the text
  * form back into the byte format, so regressions can be written by hand.
  *
- *   vigil-ops print [--skip N] FILE...   binary input -> one op per line
+ *   vigil-ops print [--skip N | --target T] FILE...
+ *                                        binary input -> one op per line
  *   vigil-ops asm [-o OUT] FILE          text -> binary (explicit encodings)
  *
  * FILE may be - for stdin.  print reads a FILE named *.ops as text and shows
@@ -33,7 +34,8 @@ static const char *prog = "vigil-ops";
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: %s print [--skip N] FILE...   show binary inputs as ops, one per line\n"
+          "usage: %s print [--skip N | --target T] FILE...   show binary inputs as ops, one per line\n"
+          "                                    (--target: skip target T's own leading bytes)\n"
           "       %s asm [-o OUT] FILE          turn the text form into a binary input\n"
           "FILE may be - (stdin); print reads FILE.ops as text.  See fuzz/FORMAT.md.\n",
           prog, prog);
@@ -119,9 +121,13 @@ static void print_ops(const struct op *ops, size_t n) {
 
 static int cmd_print(int argc, char **argv) {
   size_t skip = 0;
+  const char *target = NULL; /* --target: the skip comes from each file */
   int nfiles = 0, rc = 0;
   for (int i = 0; i < argc; i++) {
-    if (strcmp(argv[i], "--skip") == 0 || strcmp(argv[i], "-s") == 0) {
+    if (strcmp(argv[i], "--target") == 0 || strcmp(argv[i], "-t") == 0) {
+      if (i + 1 >= argc) return usage(stderr), 2;
+      target = argv[++i];
+    } else if (strcmp(argv[i], "--skip") == 0 || strcmp(argv[i], "-s") == 0) {
       char *e;
       if (i + 1 >= argc) return usage(stderr), 2;
       errno = 0;
@@ -143,7 +149,8 @@ static int cmd_print(int argc, char **argv) {
   static uint8_t buf[READ_CAP + SKIP_MAX];
   static struct op ops[PROG_MAX_OPS];
   for (int i = 0; i < argc; i++) {
-    if (strcmp(argv[i], "--skip") == 0 || strcmp(argv[i], "-s") == 0) {
+    if (strcmp(argv[i], "--skip") == 0 || strcmp(argv[i], "-s") == 0 || strcmp(argv[i], "--target") == 0 ||
+        strcmp(argv[i], "-t") == 0) {
       i++;
       continue;
     }
@@ -168,10 +175,11 @@ static int cmd_print(int argc, char **argv) {
     size_t kept;
     unsigned long long total;
     int more_than;
-    if (read_binary(path, buf, skip + READ_CAP, &kept, &total, &more_than) < 0) {
+    if (read_binary(path, buf, (target ? SKIP_MAX : skip) + READ_CAP, &kept, &total, &more_than) < 0) {
       rc = 1;
       continue;
     }
+    if (target) skip = prog_header_len(target, buf, kept);
     if (kept < skip) {
       fprintf(stderr, "%s: %s: only %zu bytes, cannot skip %zu\n", prog, path, kept, skip);
       rc = 1;

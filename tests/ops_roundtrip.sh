@@ -233,6 +233,18 @@ for root, _, files in sorted(os.walk("corpus")):
         nseeds += 1
 print("seeds: %d corpus .ops files assemble and survive print" % nseeds)
 
+# ---- print --target T: the target's own leading bytes, as the target reads them
+ntarget = 0
+for data in [bytes([2, 7, 64, 0, 0, 1, 10]), bytes([3]) + b"a=1" + bytes([0, 1, 10]), bytes([200, 1, 2]), b"", bytes([5])]:
+    path = write("target.bin", data)
+    for target, skip in [("corrupt", min(4, len(data))),
+                         ("options", 1 + min(data[0], len(data) - 1) if data else 0), ("api", 0)]:
+        a, b = run("print", "--target", target, path), run("print", "--skip", str(skip), path)
+        if a.returncode or b.returncode or a.stdout != b.stdout:
+            fail("print --target %s of %r differs from --skip %d" % (target, data, skip))
+        ntarget += 1
+print("targets: print --target matches the skip each target reads, %d cases" % ntarget)
+
 # ---- negative control: a tampered printed line must be caught ----
 victim = next(p for p in rand_paths if any(" size=" in l for l in first[p][3]))
 lines = list(first[victim][3])
