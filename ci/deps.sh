@@ -19,15 +19,16 @@ qemu=("${build[@]}" qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-po
 # make triage: every host variant and QEMU target, libFuzzer and afl-tmin to
 # minimize, gdb for stacks.
 triage=("${qemu[@]}" libclang-rt-14-dev libfuzzer-14-dev llvm-14 valgrind afl++ gdb gdb-multiarch)
-# make check runs the QEMU matrix and make triage (tests/triage_mutant.sh).
-check=("${triage[@]}" strace python3 sqlite3 git perl util-linux procps coreutils bc patch spin)
-bench=("${build[@]}" python3 libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
-       libclang-rt-14-dev gnuplot-nox hyperfine)
-fuzz=("${build[@]}" libclang-rt-14-dev libfuzzer-14-dev afl++ python3)
 # libFuzzer for aarch64 under QEMU (qemu-targets/fuzz.sh): clang's arm64
 # runtime (libclang_rt.{fuzzer,asan,ubsan_standalone}-aarch64.a) and the
 # cross libstdc++ that libclang_rt.fuzzer needs; the rest is the qemu group.
 qemu_fuzz=("${qemu[@]}" clang libclang-rt-14-dev:arm64 libstdc++-12-dev-arm64-cross)
+# make check runs the QEMU matrix, make triage (tests/triage_mutant.sh) and
+# make qemu-fuzz on aarch64 and ppc64le (tests/qemu_fuzz_smoke.sh).
+check=("${triage[@]}" "${qemu_fuzz[@]}" strace python3 sqlite3 git perl util-linux procps coreutils bc patch spin)
+bench=("${build[@]}" python3 libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
+       libclang-rt-14-dev gnuplot-nox hyperfine)
+fuzz=("${build[@]}" libclang-rt-14-dev libfuzzer-14-dev afl++ python3)
 
 want=()
 [ $# -eq 0 ] && set -- check

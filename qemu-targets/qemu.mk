@@ -85,8 +85,9 @@ endif
 # crashes go to $(BUILD)/qemu-fuzz/.  See qemu-targets/README.md.
 QEMU_FUZZ_ARCHES = $(ARCHES)
 
+# (the arm64 clang runtime only when aarch64 is among the arches)
 qemu-fuzz:
-	@bash ci/deps.sh qemu-fuzz
+	@bash ci/deps.sh $(if $(filter aarch64,$(QEMU_FUZZ_ARCHES)),qemu-fuzz,qemu)
 	@BUILD=$(BUILD) bash $(QEMU_DIR)/fuzz.sh -s $(or $(SECONDS),60) \
 	  $(if $(FUZZ_TARGETS),-t "$(FUZZ_TARGETS)") $(QEMU_FUZZ_ARCHES)
 .PHONY: qemu-fuzz
