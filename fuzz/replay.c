@@ -90,6 +90,7 @@ static void put(const char *s) {
  * one input found twice keeps its name), and prints where.  Only
  * async-signal-safe calls: it runs in the fatal signal handler. */
 static void save_current(const char *kind) {
+  int last_of_r = kind[0] == 'i'; /* "input": the last run of -r, saved before it runs */
   uint64_t h = 0xcbf29ce484222325u;
   const uint8_t *d = cur_data;
   size_t len = cur_len;
@@ -112,7 +113,8 @@ static void save_current(const char *kind) {
     put("\n");
     return;
   }
-  put("replay: input saved to ");
+  /* (fuzz/run.sh and qemu-targets/fuzz.sh read "input saved to" as a crash) */
+  put(last_of_r ? "replay: the last input of -r, saved first to " : "replay: input saved to ");
   put(crash_path);
   put("\n");
 }
