@@ -1,6 +1,7 @@
 /* The op program decoder, encoder and text form.  See fuzz/FORMAT.md. */
 #include "program.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,34 @@ static const char *const names[OP_COUNT] = {
 };
 
 const char *prog_op_name(unsigned kind) { return kind < OP_COUNT ? names[kind] : "?"; }
+
+/* Each op's fields, in the order of its bytes and of its text: the one
+ * description that decode, encode, format and parse all follow. */
+enum field { F_END, F_SLOT, F_SIZE, F_NMEMB, F_ALIGN, F_BYTE, F_PAD, F_PARAM, F_VALUE, F_THREAD, F_SPAWN_OPS,
+             F_FORK_OPS, F_MAILBOX };
+static const char *const field_key[] = {
+    [F_SLOT] = "slot",     [F_SIZE] = "size",   [F_NMEMB] = "nmemb",   [F_ALIGN] = "align",
+    [F_BYTE] = "byte",     [F_PAD] = "pad",     [F_PARAM] = "param",   [F_VALUE] = "value",
+    [F_THREAD] = "thread", [F_SPAWN_OPS] = "ops", [F_FORK_OPS] = "ops", [F_MAILBOX] = "mailbox",
+};
+#define MAX_FIELDS 3
+static const uint8_t op_fields[OP_COUNT][MAX_FIELDS + 1] = {
+    [OP_MALLOC] = {F_SLOT, F_SIZE},          [OP_REALLOC] = {F_SLOT, F_SIZE},
+    [OP_VALLOC] = {F_SLOT, F_SIZE},          [OP_PVALLOC] = {F_SLOT, F_SIZE},
+    [OP_CALLOC] = {F_SLOT, F_NMEMB, F_SIZE}, [OP_REALLOCARRAY] = {F_SLOT, F_NMEMB, F_SIZE},
+    [OP_MEMALIGN] = {F_SLOT, F_ALIGN, F_SIZE}, [OP_ALIGNED_ALLOC] = {F_SLOT, F_ALIGN, F_SIZE},
+    [OP_POSIX_MEMALIGN] = {F_SLOT, F_ALIGN, F_SIZE},
+    [OP_FREE] = {F_SLOT},                    [OP_USABLE] = {F_SLOT},
+    [OP_CHECK] = {F_SLOT},                   [OP_FILL] = {F_SLOT, F_BYTE},
+    [OP_TRIM] = {F_PAD},                     [OP_TUNE] = {F_PARAM, F_VALUE},
+    [OP_SPAWN] = {F_THREAD, F_SPAWN_OPS},    [OP_JOIN] = {F_THREAD},
+    [OP_PASS] = {F_SLOT, F_MAILBOX},         [OP_RECV] = {F_MAILBOX, F_SLOT},
+    [OP_FORK] = {F_FORK_OPS},
+};
+static const uint8_t *fields_of(unsigned kind) {
+  static const uint8_t none[1] = {F_END};
+  return kind < OP_COUNT ? op_fields[kind] : none;
+}
 
 /* mallopt parameters TUNE can reach (glibc's values, so no <malloc.h>
  * dependency in the byte format). */
@@ -106,55 +135,24 @@ size_t prog_decode(const uint8_t *data, size_t len, struct op *ops, size_t max, 
     struct op o;
     memset(&o, 0, sizeof o);
     o.kind = (uint8_t)(u8(&r) % OP_COUNT);
-    switch (o.kind) {
-      case OP_MALLOC: case OP_REALLOC: case OP_VALLOC: case OP_PVALLOC:
-        o.slot = (uint8_t)(u8(&r) % PROG_SLOTS);
-        o.size = read_size(&r);
-        break;
-      case OP_CALLOC: case OP_REALLOCARRAY:
-        o.slot = (uint8_t)(u8(&r) % PROG_SLOTS);
-        o.nmemb = read_size(&r);
-        o.size = read_size(&r);
-        break;
-      case OP_MEMALIGN: case OP_ALIGNED_ALLOC: case OP_POSIX_MEMALIGN:
-        o.slot = (uint8_t)(u8(&r) % PROG_SLOTS);
-        o.align = read_align(&r);
-        o.size = read_size(&r);
-        break;
-      case OP_FREE: case OP_USABLE: case OP_CHECK:
-        o.slot = (uint8_t)(u8(&r) % PROG_SLOTS);
-        break;
-      case OP_FILL:
-        o.slot = (uint8_t)(u8(&r) % PROG_SLOTS);
-        o.byte = (uint8_t)u8(&r);
-        break;
-      case OP_TRIM:
-        o.size = read_size(&r);
-        break;
-      case OP_TUNE: {
-        unsigned p = u8(&r);
-        o.param = p == 255 ? (int)(int32_t)(uint32_t)le(&r, 4) : tune_params[p % NTUNE];
-        o.value = (int)(int32_t)(uint32_t)le(&r, 4);
-        break;
+    for (const uint8_t *f = fields_of(o.kind); *f != F_END; f++) {
+      switch (*f) {
+        case F_SLOT: o.slot = (uint8_t)(u8(&r) % PROG_SLOTS); break;
+        case F_SIZE: case F_PAD: o.size = read_size(&r); break;
+        case F_NMEMB: o.nmemb = read_size(&r); break;
+        case F_ALIGN: o.align = read_align(&r); break;
+        case F_BYTE: o.byte = (uint8_t)u8(&r); break;
+        case F_PARAM: {
+          unsigned p = u8(&r);
+          o.param = p == 255 ? (int)(int32_t)(uint32_t)le(&r, 4) : tune_params[p % NTUNE];
+          break;
+        }
+        case F_VALUE: o.value = (int)(int32_t)(uint32_t)le(&r, 4); break;
+        case F_THREAD: o.thread = (uint8_t)(u8(&r) % (PROG_THREADS - 1) + 1); break;
+        case F_SPAWN_OPS: o.count = (uint16_t)(u8(&r) % 64 + 1); break;
+        case F_FORK_OPS: o.count = (uint16_t)(u8(&r) % 32 + 1); break;
+        case F_MAILBOX: o.mailbox = (uint8_t)(u8(&r) % PROG_MAILBOXES); break;
       }
-      case OP_SPAWN:
-        o.thread = (uint8_t)(u8(&r) % (PROG_THREADS - 1) + 1);
-        o.count = (uint16_t)(u8(&r) % 64 + 1);
-        break;
-      case OP_JOIN:
-        o.thread = (uint8_t)(u8(&r) % (PROG_THREADS - 1) + 1);
-        break;
-      case OP_PASS:
-        o.slot = (uint8_t)(u8(&r) % PROG_SLOTS);
-        o.mailbox = (uint8_t)(u8(&r) % PROG_MAILBOXES);
-        break;
-      case OP_RECV:
-        o.mailbox = (uint8_t)(u8(&r) % PROG_MAILBOXES);
-        o.slot = (uint8_t)(u8(&r) % PROG_SLOTS);
-        break;
-      case OP_FORK:
-        o.count = (uint16_t)(u8(&r) % 32 + 1);
-        break;
     }
     if (r.short_) {
       r.p = start; /* a truncated op is dropped: the program is just shorter */
@@ -190,91 +188,54 @@ static void put_align(struct writer *w, size_t a) {
 size_t prog_encode(const struct op *o, uint8_t *out, size_t cap) {
   struct writer w = {out, out + cap, 0};
   put8(&w, o->kind);
-  switch (o->kind) {
-    case OP_MALLOC: case OP_REALLOC: case OP_VALLOC: case OP_PVALLOC:
-      put8(&w, o->slot), put_size(&w, o->size);
-      break;
-    case OP_CALLOC: case OP_REALLOCARRAY:
-      put8(&w, o->slot), put_size(&w, o->nmemb), put_size(&w, o->size);
-      break;
-    case OP_MEMALIGN: case OP_ALIGNED_ALLOC: case OP_POSIX_MEMALIGN:
-      put8(&w, o->slot), put_align(&w, o->align), put_size(&w, o->size);
-      break;
-    case OP_FREE: case OP_USABLE: case OP_CHECK:
-      put8(&w, o->slot);
-      break;
-    case OP_FILL:
-      put8(&w, o->slot), put8(&w, o->byte);
-      break;
-    case OP_TRIM:
-      put_size(&w, o->size);
-      break;
-    case OP_TUNE:
-      put8(&w, 255), putle(&w, (uint32_t)o->param, 4), putle(&w, (uint32_t)o->value, 4);
-      break;
-    case OP_SPAWN:
-      put8(&w, (unsigned)(o->thread - 1)), put8(&w, (unsigned)(o->count - 1));
-      break;
-    case OP_JOIN:
-      put8(&w, (unsigned)(o->thread - 1));
-      break;
-    case OP_PASS:
-      put8(&w, o->slot), put8(&w, o->mailbox);
-      break;
-    case OP_RECV:
-      put8(&w, o->mailbox), put8(&w, o->slot);
-      break;
-    case OP_FORK:
-      put8(&w, (unsigned)(o->count - 1));
-      break;
+  for (const uint8_t *f = fields_of(o->kind); *f != F_END; f++) {
+    switch (*f) {
+      case F_SLOT: put8(&w, o->slot); break;
+      case F_SIZE: case F_PAD: put_size(&w, o->size); break;
+      case F_NMEMB: put_size(&w, o->nmemb); break;
+      case F_ALIGN: put_align(&w, o->align); break;
+      case F_BYTE: put8(&w, o->byte); break;
+      case F_PARAM: put8(&w, 255), putle(&w, (uint32_t)o->param, 4); break;
+      case F_VALUE: putle(&w, (uint32_t)o->value, 4); break;
+      case F_THREAD: put8(&w, (unsigned)(o->thread - 1)); break;
+      case F_SPAWN_OPS: case F_FORK_OPS: put8(&w, (unsigned)(o->count - 1)); break;
+      case F_MAILBOX: put8(&w, o->mailbox); break;
+    }
   }
   return w.full ? 0 : (size_t)(w.p - out);
 }
 
 /* ---- text ---- */
+/* Appends to buf what snprintf would; *len counts the whole text even when
+ * it does not fit. */
+static void append(char *buf, size_t cap, size_t *len, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(*len < cap ? buf + *len : NULL, *len < cap ? cap - *len : 0, fmt, ap);
+  va_end(ap);
+  if (n > 0) *len += (size_t)n;
+}
+
 size_t prog_format(const struct op *o, char *buf, size_t cap) {
-  int n = 0;
-  const char *name = prog_op_name(o->kind);
-  switch (o->kind) {
-    case OP_MALLOC: case OP_REALLOC: case OP_VALLOC: case OP_PVALLOC:
-      n = snprintf(buf, cap, "%s slot=%u size=%zu", name, o->slot, o->size);
-      break;
-    case OP_CALLOC: case OP_REALLOCARRAY:
-      n = snprintf(buf, cap, "%s slot=%u nmemb=%zu size=%zu", name, o->slot, o->nmemb, o->size);
-      break;
-    case OP_MEMALIGN: case OP_ALIGNED_ALLOC: case OP_POSIX_MEMALIGN:
-      n = snprintf(buf, cap, "%s slot=%u align=%zu size=%zu", name, o->slot, o->align, o->size);
-      break;
-    case OP_FREE: case OP_USABLE: case OP_CHECK:
-      n = snprintf(buf, cap, "%s slot=%u", name, o->slot);
-      break;
-    case OP_FILL:
-      n = snprintf(buf, cap, "fill slot=%u byte=%u", o->slot, o->byte);
-      break;
-    case OP_TRIM:
-      n = snprintf(buf, cap, "trim pad=%zu", o->size);
-      break;
-    case OP_TUNE:
-      n = snprintf(buf, cap, "tune param=%d value=%d", o->param, o->value);
-      break;
-    case OP_SPAWN:
-      n = snprintf(buf, cap, "spawn thread=%u ops=%u", o->thread, o->count);
-      break;
-    case OP_JOIN:
-      n = snprintf(buf, cap, "join thread=%u", o->thread);
-      break;
-    case OP_PASS:
-      n = snprintf(buf, cap, "pass slot=%u mailbox=%u", o->slot, o->mailbox);
-      break;
-    case OP_RECV:
-      n = snprintf(buf, cap, "recv mailbox=%u slot=%u", o->mailbox, o->slot);
-      break;
-    case OP_FORK:
-      n = snprintf(buf, cap, "fork ops=%u", o->count);
-      break;
+  size_t len = 0;
+  if (cap) buf[0] = 0;
+  append(buf, cap, &len, "%s", prog_op_name(o->kind));
+  for (const uint8_t *f = fields_of(o->kind); *f != F_END; f++) {
+    const char *k = field_key[*f];
+    switch (*f) {
+      case F_SLOT: append(buf, cap, &len, " %s=%u", k, o->slot); break;
+      case F_SIZE: case F_PAD: append(buf, cap, &len, " %s=%zu", k, o->size); break;
+      case F_NMEMB: append(buf, cap, &len, " %s=%zu", k, o->nmemb); break;
+      case F_ALIGN: append(buf, cap, &len, " %s=%zu", k, o->align); break;
+      case F_BYTE: append(buf, cap, &len, " %s=%u", k, o->byte); break;
+      case F_PARAM: append(buf, cap, &len, " %s=%d", k, o->param); break;
+      case F_VALUE: append(buf, cap, &len, " %s=%d", k, o->value); break;
+      case F_THREAD: append(buf, cap, &len, " %s=%u", k, o->thread); break;
+      case F_SPAWN_OPS: case F_FORK_OPS: append(buf, cap, &len, " %s=%u", k, o->count); break;
+      case F_MAILBOX: append(buf, cap, &len, " %s=%u", k, o->mailbox); break;
+    }
   }
-  if (n < 0) n = 0;
-  return (size_t)n < cap ? (size_t)n : cap ? cap - 1 : 0;
+  return len < cap ? len : cap ? cap - 1 : 0;
 }
 
 int prog_parse_bytes(const char *line, uint8_t *out, size_t cap, char *err, size_t errcap) {
@@ -328,71 +289,33 @@ int prog_parse(const char *line, struct op *o, char *err, size_t errcap) {
     return -1;
   }
   o->kind = (uint8_t)k;
-  struct {
-    const char *key;
-    int needed;
-  } want[4];
-  int nw = 0;
-  switch (k) {
-    case OP_MALLOC: case OP_REALLOC: case OP_VALLOC: case OP_PVALLOC:
-      want[nw++] = (typeof(want[0])){"slot", 1}, want[nw++] = (typeof(want[0])){"size", 1};
-      break;
-    case OP_CALLOC: case OP_REALLOCARRAY:
-      want[nw++] = (typeof(want[0])){"slot", 1}, want[nw++] = (typeof(want[0])){"nmemb", 1};
-      want[nw++] = (typeof(want[0])){"size", 1};
-      break;
-    case OP_MEMALIGN: case OP_ALIGNED_ALLOC: case OP_POSIX_MEMALIGN:
-      want[nw++] = (typeof(want[0])){"slot", 1}, want[nw++] = (typeof(want[0])){"align", 1};
-      want[nw++] = (typeof(want[0])){"size", 1};
-      break;
-    case OP_FREE: case OP_USABLE: case OP_CHECK:
-      want[nw++] = (typeof(want[0])){"slot", 1};
-      break;
-    case OP_FILL:
-      want[nw++] = (typeof(want[0])){"slot", 1}, want[nw++] = (typeof(want[0])){"byte", 1};
-      break;
-    case OP_TRIM:
-      want[nw++] = (typeof(want[0])){"pad", 1};
-      break;
-    case OP_TUNE:
-      want[nw++] = (typeof(want[0])){"param", 1}, want[nw++] = (typeof(want[0])){"value", 1};
-      break;
-    case OP_SPAWN:
-      want[nw++] = (typeof(want[0])){"thread", 1}, want[nw++] = (typeof(want[0])){"ops", 1};
-      break;
-    case OP_JOIN:
-      want[nw++] = (typeof(want[0])){"thread", 1};
-      break;
-    case OP_PASS: case OP_RECV:
-      want[nw++] = (typeof(want[0])){"slot", 1}, want[nw++] = (typeof(want[0])){"mailbox", 1};
-      break;
-    case OP_FORK:
-      want[nw++] = (typeof(want[0])){"ops", 1};
-      break;
-  }
-  for (int i = 0; i < nw; i++) {
+  for (const uint8_t *f = fields_of(k); *f != F_END; f++) {
+    const char *key = field_key[*f];
     unsigned long long v;
     int neg;
-    if (!field(line, want[i].key, &v, &neg)) {
-      snprintf(err, errcap, "%s: missing or bad %s=", names[k], want[i].key);
+    if (!field(line, key, &v, &neg)) {
+      snprintf(err, errcap, "%s: missing or bad %s=", names[k], key);
       return -1;
     }
-    const char *key = want[i].key;
-    int ok = 1;
-    if (!strcmp(key, "slot")) ok = !neg && v < PROG_SLOTS, o->slot = (uint8_t)v;
-    else if (!strcmp(key, "size") || !strcmp(key, "pad")) ok = !neg, o->size = (size_t)v;
-    else if (!strcmp(key, "nmemb")) ok = !neg, o->nmemb = (size_t)v;
-    else if (!strcmp(key, "align")) ok = !neg, o->align = (size_t)v;
-    else if (!strcmp(key, "byte")) ok = !neg && v < 256, o->byte = (uint8_t)v;
-    else if (!strcmp(key, "param") || !strcmp(key, "value")) {
-      ok = v <= (neg ? 0x80000000ull : 0x7fffffffull);
-      int x = ok ? (int)(neg ? -(long long)v : (long long)v) : 0;
-      if (key[0] == 'p') o->param = x;
-      else o->value = x;
+    int ok = !neg;
+    switch (*f) {
+      case F_SLOT: ok = ok && v < PROG_SLOTS, o->slot = (uint8_t)v; break;
+      case F_SIZE: case F_PAD: o->size = (size_t)v; break;
+      case F_NMEMB: o->nmemb = (size_t)v; break;
+      case F_ALIGN: o->align = (size_t)v; break;
+      case F_BYTE: ok = ok && v < 256, o->byte = (uint8_t)v; break;
+      case F_PARAM: case F_VALUE: {
+        ok = v <= (neg ? 0x80000000ull : 0x7fffffffull);
+        int x = ok ? (int)(neg ? -(long long)v : (long long)v) : 0;
+        if (*f == F_PARAM) o->param = x;
+        else o->value = x;
+        break;
+      }
+      case F_THREAD: ok = ok && v >= 1 && v < PROG_THREADS, o->thread = (uint8_t)v; break;
+      case F_SPAWN_OPS: ok = ok && v >= 1 && v <= 64, o->count = (uint16_t)v; break;
+      case F_FORK_OPS: ok = ok && v >= 1 && v <= 32, o->count = (uint16_t)v; break;
+      case F_MAILBOX: ok = ok && v < PROG_MAILBOXES, o->mailbox = (uint8_t)v; break;
     }
-    else if (!strcmp(key, "thread")) ok = !neg && v >= 1 && v < PROG_THREADS, o->thread = (uint8_t)v;
-    else if (!strcmp(key, "mailbox")) ok = !neg && v < PROG_MAILBOXES, o->mailbox = (uint8_t)v;
-    else if (!strcmp(key, "ops")) ok = !neg && v >= 1 && v <= (k == OP_FORK ? 32u : 64u), o->count = (uint16_t)v;
     if (!ok) {
       snprintf(err, errcap, "%s: %s= out of range", names[k], key);
       return -1;
