@@ -216,26 +216,25 @@ collect_afl() {
     [ -f "$f" ] || continue
     sum=$(sha1sum <"$f") && cp -n "$f" "$W/corpus/${sum%% *}"
   done
+  # keep KIND FILE NAME: FILE as crashes/KIND-<sha1> (once), counted in this
+  # run, with AFL's NAME for it beside.
+  keep() {
+    sum=$(sha1sum <"$2")
+    echo "$1-${sum%% *}" >>"$W/.run-crashes"
+    [ -e "$W/crashes/$1-${sum%% *}" ] && return
+    cp "$2" "$W/crashes/$1-${sum%% *}"
+    echo "$3" >"$W/crashes/.afl-name-${sum%% *}"
+  }
   # Seeds that crash or hang are skipped by AFL with a warning, not saved:
   # a regression that fails again must still count.
   local name
   while IFS=: read -r kind name; do
     f=$W/afl-in/${name#*orig:}
-    [ -f "$f" ] || continue
-    sum=$(sha1sum <"$f")
-    echo "$kind-${sum%% *}" >>"$W/.run-crashes"
-    [ -e "$W/crashes/$kind-${sum%% *}" ] && continue
-    cp "$f" "$W/crashes/$kind-${sum%% *}"
-    echo "seed ${name#*orig:}" >"$W/crashes/.afl-name-${sum%% *}"
+    [ -f "$f" ] && keep "$kind" "$f" "seed ${name#*orig:}"
   done < <(sed -n "s/.*Test case '\([^']*\)' results in a crash.*/crash:\1/p; s/.*Test case '\([^']*\)' results in a timeout.*/timeout:\1/p" "${LOG_OF[$t]}")
   for kind in crashes:crash hangs:timeout; do
     for f in "$W/afl-out/default/${kind%%:*}"/id:*; do
-      [ -f "$f" ] || continue
-      sum=$(sha1sum <"$f")
-      echo "${kind#*:}-${sum%% *}" >>"$W/.run-crashes"
-      [ -e "$W/crashes/${kind#*:}-${sum%% *}" ] && continue
-      cp "$f" "$W/crashes/${kind#*:}-${sum%% *}"
-      echo "${f##*/}" >"$W/crashes/.afl-name-${sum%% *}"
+      [ -f "$f" ] && keep "${kind#*:}" "$f" "${f##*/}"
     done
   done
 }
