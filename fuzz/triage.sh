@@ -324,25 +324,37 @@ echo "minimized: $(stat -c %s "$in") -> $(stat -c %s "$min") bytes ($how)"
 # A sanitizer's own report when the failure is one (the replay main's fatal
 # signal handler comes before a sanitizer's, so an oracle abort is not);
 # else gdb on the host build that fails; else gdb-multiarch on QEMU's stub.
+# until_seen SIGN LOG COMMAND...: runs COMMAND until LOG shows SIGN (an
+# ERE), at most max(RUNS, 5) times: a failure that shows in some runs only
+# must still give its stack.
+until_seen() {
+  local sign=$1 log=$2 i
+  shift 2
+  for ((i = 0; i < (runs > 5 ? runs : 5); i++)); do
+    run_to "$log" "$@"
+    grep -qE "$sign" "$log" && return 0
+  done
+  return 1
+}
 stack() {
   local frames='^ +#[0-9]+ |^#[0-9]+ |ERROR: |SUMMARY|runtime error|vigil oracle|vigil: '
   if [[ ${OUT[host asan]:-} == *AddressSanitizer* ]]; then
     echo "(the ASan build's report, host)"
-    run_to "$W/logs/stack.log" "$BUILD/fuzz/replay-asan/$target" -q "$min"
+    until_seen 'ERROR: AddressSanitizer' "$W/logs/stack.log" "$BUILD/fuzz/replay-asan/$target" -q "$min"
     grep -E "$frames" "$W/logs/stack.log" | head -n 40
   elif [[ ${OUT[host ubsan]:-} == *"runtime error"* ]]; then
     echo "(the UBSan build's report, host)"
-    run_to "$W/logs/stack.log" "$BUILD/fuzz/replay-ubsan/$target" -q "$min"
+    until_seen 'runtime error' "$W/logs/stack.log" "$BUILD/fuzz/replay-ubsan/$target" -q "$min"
     grep -E "$frames" "$W/logs/stack.log" | head -n 40
   elif [[ ${OUT[host tsan]:-} == race* ]]; then
     echo "(the TSan build's report, host)"
-    run_to "$W/logs/stack.log" "$BUILD/fuzz/replay-tsan/$target" -q "$min"
+    until_seen 'WARNING: ThreadSanitizer' "$W/logs/stack.log" "$BUILD/fuzz/replay-tsan/$target" -q "$min"
     grep -E "$frames|WARNING: ThreadSanitizer|(Previous )?(write|read|atomic).* of size|Thread T[0-9]+ .*created" "$W/logs/stack.log" | head -n 40
   elif [[ $ref == host* ]]; then
     local v=${ref#host }
     [ "$v" = valgrind ] && v=release
     echo "(gdb, the host $v build)"
-    run_to "$W/logs/stack.log" gdb -q -batch -ex run -ex bt --args "$(host_bin "$v")" -q "$min" </dev/null
+    until_seen '^#0 ' "$W/logs/stack.log" gdb -q -batch -ex run -ex bt --args "$(host_bin "$v")" -q "$min" </dev/null
     grep -E "$frames" "$W/logs/stack.log" | head -n 40
   else
     # The guest waits on QEMU's gdb stub for gdb-multiarch, which runs it to

@@ -121,9 +121,10 @@ tar --exclude='./build*' --exclude=./.git -C "$ROOT" -cf - . | tar -xf - -C "$rl
 (cd "$rl" && patch -s -p1 <fuzz/mutants/remote-push-relaxed.patch) || { echo "FAIL: remote-push-relaxed.patch does not apply"; exit 1; }
 rout=$log/triage-relaxed.log
 (cd "$rl" && env -u MAKEFLAGS make -s --no-print-directory triage INPUT=corpus/threads/remote-drain-race.ops \
-   ARCHES= "VARIANTS=release tsan" RUNS=5 MINIMIZE=0) >"$rout" 2>&1 || bad "make triage on the relaxed-push mutant failed"
-grep -qE '^host release +0/5 +pass' "$rout" || bad "relaxed push: the plain build should pass"
-grep -qE '^host tsan +[1-5]/5 +race: WARNING: ThreadSanitizer: data race' "$rout" || bad "relaxed push: TSan should report a race"
+   ARCHES= "VARIANTS=release tsan" RUNS=12 MINIMIZE=0) >"$rout" 2>&1 || bad "make triage on the relaxed-push mutant failed"
+# (TSan sees this race in about half the runs: 12 runs miss it 1 time in 4000.)
+grep -qE '^host release +0/12 +pass' "$rout" || bad "relaxed push: the plain build should pass"
+grep -qE '^host tsan +([1-9]|1[0-2])/12 +race: WARNING: ThreadSanitizer: data race' "$rout" || bad "relaxed push: TSan should report a race"
 grep -q '^classification: .*ordering suspected (ThreadSanitizer reports a data race)' "$rout" ||
   bad "relaxed push: not classified as ordering suspected"
 grep -A12 "^stack (the TSan build's report, host)" "$rout" | grep -qE 'src/heap\.c:[0-9]+' ||
