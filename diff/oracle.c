@@ -146,6 +146,12 @@ static void glibc_release(void **where) {
   *where = NULL;
 }
 
+/* Empties a slot on both sides (vigil's with its checks). */
+static void release_both(struct run *r, size_t i, const struct op *o, struct mblock *where, void **gw) {
+  release(r, i, o, where);
+  glibc_release(gw);
+}
+
 static void record(struct run *r, size_t i, const struct op *o, struct mblock *where, void *p, size_t req,
                    size_t align, enum content c, const struct mblock *from) {
   struct mblock b = {0};
@@ -304,8 +310,7 @@ static void exec_alloc(struct run *r, unsigned t, size_t i, const struct op *o) 
   int aligned = o->kind == OP_MEMALIGN || o->kind == OP_ALIGNED_ALLOC || o->kind == OP_POSIX_MEMALIGN ||
                 o->kind == OP_VALLOC || o->kind == OP_PVALLOC;
   if (r->glibc && aligned && big) {
-    release(r, i, o, where);
-    glibc_release(&r->gslot[s]);
+    release_both(r, i, o, where, &r->gslot[s]);
   } else if (r->glibc) {
     void **gw = &r->gslot[s];
     if (!resize) glibc_release(gw);
@@ -317,10 +322,7 @@ static void exec_alloc(struct run *r, unsigned t, size_t i, const struct op *o) 
     }
     if (gp || !resize || (n == 0 && !fail)) *gw = gp;
     compare(r, i, o, &v, &g, big);
-    if (big && v.null != g.null) {
-      release(r, i, o, where);
-      glibc_release(gw);
-    }
+    if (big && v.null != g.null) release_both(r, i, o, where, gw);
   }
 }
 

@@ -27,34 +27,36 @@ prepare() { # dir patch
   [ -z "$2" ] || (cd "$1" && patch -s -p1 <"$OLDPWD/$2") || return 1
 }
 
-# Builds the replay driver of target $2 in tree $1, with engine $3:
-# replay (the host's), tsan, or qemu (aarch64, run at 64 KiB pages: for a
-# bug only a page size other than the host's shows).
+# The replay driver of a target for an engine: replay (the host's),
+# tsan (fuzz.mk's ThreadSanitizer build), or qemu (the aarch64 cross
+# build of qemu-targets/, run at 64 KiB pages: for a bug only a page size
+# other than the host's shows).
+bin_of() { # target engine: its path in the tree
+  case $2 in
+    tsan) echo "build/fuzz/replay-tsan/$1" ;;
+    qemu) echo "build/qemu/aarch64/replay/$1" ;;
+    *) echo "build/fuzz/replay/$1" ;;
+  esac
+}
 build() { # dir target engine
   local d=$1 t=$2 e=$3
   if [ "$e" = qemu ]; then
-    (cd "$d" && . qemu-targets/aarch64 && env -u MAKEFLAGS make -s -j2 -f qemu-targets/qemu.mk BUILD=build \
-       QEMU_BUILD_ARCH=aarch64 QEMU_CC="$CC" QEMU_TRIPLE="$TRIPLE" "build/qemu/aarch64/replay/$t") >"$d/build.log" 2>&1
-  elif [ "$e" = tsan ]; then
-    mkdir -p "$d/build/tsan"
-    command -v clang >/dev/null || { echo "clang missing: install the Debian packages clang and libclang-rt-14-dev"; return 1; }
-    (cd "$d" && clang -std=gnu11 -O1 -g -fsanitize=thread -pthread -DVIGIL_PREFIX -Isrc -Ifuzz -Idiff \
-       -o build/tsan/"$t" src/*.c fuzz/"$t".c fuzz/replay.c fuzz/program.c diff/*.c) >"$d/build.log" 2>&1
+    (cd "$d" && QT_WHO=selftest BUILD=build && . qemu-targets/lib.sh && qt_load aarch64 &&
+       { qt_build aarch64 || { cat "$QT_OUT/build.log"; false; }; }) >"$d/build.log" 2>&1
   else
-    make -C "$d" -s BUILD=build CC="$CC" "build/fuzz/replay/$t" >"$d/build.log" 2>&1
+    make -C "$d" -s BUILD=build CC="$CC" "$(bin_of "$t" "$e")" >"$d/build.log" 2>&1
   fi
 }
 
 # Replays the target's corpus and regressions; 0 = passed.
 replay() { # dir target engine
-  local d=$1 t=$2 e=$3 bin inputs=()
-  bin=$d/build/$([ "$e" = tsan ] && echo tsan || echo fuzz/replay)/$t
-  local run=()
-  [ "$e" = qemu ] && run=(qemu-aarch64 -L /usr/aarch64-linux-gnu -p 65536) bin=$d/build/qemu/aarch64/replay/$t
+  local d=$1 t=$2 e=$3 inputs=() QT_RUN=()
+  [ "$e" = qemu ] && { QT_WHO=selftest; . qemu-targets/lib.sh; qt_load aarch64 >/dev/null && qt_runner 65536; }
   for x in "$d/corpus/$t" "$d/corpus/regressions/$t"; do [ -d "$x" ] && inputs+=("$x"); done
   local n=1
   case $t in threads|fork) n=3 ;; esac
-  TSAN_OPTIONS="halt_on_error=1 exitcode=66 report_signal_unsafe=0" timeout 120 "${run[@]}" "$bin" -q -n "$n" "${inputs[@]}"
+  TSAN_OPTIONS="halt_on_error=1 exitcode=66 report_signal_unsafe=0" timeout 120 "${QT_RUN[@]}" "$d/$(bin_of "$t" "$e")" \
+    -q -n "$n" "${inputs[@]}"
 }
 
 fuzz_run() { # dir target -> 0 if the fuzzer found nothing in 60 s
