@@ -18,9 +18,10 @@
  *   6. mallinfo2().hblks / hblkhd count live large blocks exactly.
  *
  * Built two ways: by tests.mk's seed_% rule (libvigil.a, standard names) and
- * by tests/pagesize_qemu.sh (-DVIGIL_PREFIX, cross-compiled, run under
- * qemu-aarch64 -p 4096/16384/65536).  Every call goes through VIGIL_NAME().
- * The first line of output is "page size: N" (the script asserts it). */
+ * by qemu-targets/qemu.mk (-DVIGIL_PREFIX, cross-compiled, run by
+ * `make qemu-check` at each target's page sizes, e.g. qemu-aarch64 -p
+ * 4096/16384/65536).  Every call goes through VIGIL_NAME().  The first line
+ * of output is "page size: N" (qemu-targets/run.sh asserts it). */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
