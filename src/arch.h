@@ -57,4 +57,15 @@ static ALWAYS_INLINE int is_pow2(size_t x) { return x != 0 && (x & (x - 1)) == 0
 #define load_acquire(p) atomic_load_explicit((p), memory_order_acquire)
 #define store_release(p, v) atomic_store_explicit((p), (v), memory_order_release)
 
+/* A pause in a spin loop. */
+static ALWAYS_INLINE void vg_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield" ::: "memory");
+#else
+  __asm__ volatile("" ::: "memory");
+#endif
+}
+
 #endif

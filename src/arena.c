@@ -5,58 +5,11 @@
  * affinity mask (seed 001: glibc 2.34-2.38 counted the mask, so a pinned
  * process with many threads shared a handful of arenas).  arena_max caps it. */
 #include <errno.h>
-#include <sched.h>
 
 #include "heap.h"
 
-/* ---- locks ----------------------------------------------------------------
- * Every allocator lock blocks signals while held (the outermost one saves
- * the mask).  A signal handler that calls fork() therefore never runs while
- * its own thread holds an allocator lock, and the fork handlers can take
- * them all (fork.c). */
-static __thread unsigned tl_lock_depth __attribute__((tls_model("initial-exec")));
-static __thread sigset_t tl_saved_mask __attribute__((tls_model("initial-exec")));
-
-/* Raised by a thread that is about to fork.  Mutexes are not fair: without
- * the gate, threads that take an arena lock in a loop can keep the forking
- * thread waiting for a second.  Only a thread holding no allocator lock
- * waits at the gate, so it can never block the fork it waits for. */
-_Atomic unsigned vg_fork_gate;
-__thread unsigned vg_tl_forking __attribute__((tls_model("initial-exec")));
-
-void vg_lock(struct vg_lock *l) {
-  if (tl_lock_depth == 0 && unlikely(load_relaxed(&vg_fork_gate) != 0) && !vg_tl_forking)
-    while (load_acquire(&vg_fork_gate) != 0) sched_yield();
-  if (tl_lock_depth++ == 0) {
-    sigset_t all;
-    sigfillset(&all);
-    /* Synchronous faults must still be delivered. */
-    sigdelset(&all, SIGSEGV);
-    sigdelset(&all, SIGBUS);
-    sigdelset(&all, SIGILL);
-    sigdelset(&all, SIGFPE);
-    sigdelset(&all, SIGTRAP);
-    sigdelset(&all, SIGABRT);
-    pthread_sigmask(SIG_BLOCK, &all, &tl_saved_mask);
-  }
-  pthread_mutex_lock(&l->m);
-}
-
-void vg_unlock(struct vg_lock *l) {
-  pthread_mutex_unlock(&l->m);
-  if (--tl_lock_depth == 0) pthread_sigmask(SIG_SETMASK, &tl_saved_mask, NULL);
-}
-
-void vg_lock_reinit(struct vg_lock *l) { pthread_mutex_init(&l->m, NULL); }
-
-/* In a fork child: the lock was held by this thread in the parent. */
-void vg_lock_reinit_held(struct vg_lock *l) {
-  vg_lock_reinit(l);
-  if (--tl_lock_depth == 0) pthread_sigmask(SIG_SETMASK, &tl_saved_mask, NULL);
-}
-
 /* ---- metadata memory: heaps and arenas, never freed -------------------- */
-struct vg_lock vg_meta_lock = {PTHREAD_MUTEX_INITIALIZER};
+struct vg_lock vg_meta_lock = VG_LOCK_INIT;
 static uint8_t *meta_cur, *meta_end;
 
 static void *meta_alloc(size_t size) {
@@ -97,8 +50,7 @@ static struct arena *arena_get(unsigned i) {
   if (a == NULL) {
     a = meta_alloc(sizeof *a);
     if (a == NULL) return i > 0 ? arena_get(0) : NULL;
-    memset(a, 0, sizeof *a);
-    vg_lock_reinit(&a->lock);
+    memset(a, 0, sizeof *a); /* the lock word too: free */
     a->index = i;
     store_release(&vg_arenas[i], a);
     if (i + 1 > load_relaxed(&vg_narenas)) store_relaxed(&vg_narenas, i + 1);
@@ -106,10 +58,17 @@ static struct arena *arena_get(unsigned i) {
   return a;
 }
 
-/* Threads are spread round-robin. */
+/* Threads are spread round-robin.  Never onto an arena whose lock this
+ * thread holds: that only happens in a fork child made by a signal handler
+ * that interrupted the arena's critical section (fork.c), and the arena is
+ * then mid-update until the interrupted code resumes.  If every arena is
+ * such, the child gets one more. */
 static struct arena *arena_pick_locked(void) {
-  unsigned i = atomic_fetch_add_explicit(&next_arena, 1, memory_order_relaxed) % vg_arena_count();
+  unsigned n = vg_arena_count(), i = atomic_fetch_add_explicit(&next_arena, 1, memory_order_relaxed) % n;
   struct arena *a = arena_get(i);
+  for (unsigned k = 1; k < n && a && vg_lock_mine(&a->lock); k++) a = arena_get((i + k) % n);
+  if (a && vg_lock_mine(&a->lock)) a = n < VG_ARENAS_MAX ? arena_get(n) : NULL;
+  if (a && vg_lock_mine(&a->lock)) a = NULL;
   if (a) atomic_fetch_add_explicit(&a->threads, 1, memory_order_relaxed);
   return a;
 }
@@ -275,7 +234,7 @@ void vg_span_free(struct page *pg) {
 }
 
 /* ---- the heap pool ---------------------------------------------------------- */
-struct vg_lock vg_heap_pool_lock = {PTHREAD_MUTEX_INITIALIZER};
+struct vg_lock vg_heap_pool_lock = VG_LOCK_INIT;
 struct heap *vg_all_heaps;
 static struct heap *free_heaps;
 static pthread_key_t exit_key;

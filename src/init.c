@@ -4,7 +4,6 @@
  * call what may allocate itself (pthread_atfork), so that recursion lands
  * in a working allocator.  Safe when preloaded into any program, including
  * ones that allocate from constructors or from dlsym/TLS set-up. */
-#include <sched.h>
 
 #include "internal.h"
 
@@ -15,7 +14,7 @@ static _Atomic int init_lock;
 void vg_init_slow(void) {
   while (atomic_exchange_explicit(&init_lock, 1, memory_order_acquire)) {
     if (load_acquire(&vg_ready)) return;
-    sched_yield();
+    vg_os_yield();
   }
   if (!load_relaxed(&vg_ready)) {
     vg_options_init();

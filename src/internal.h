@@ -170,21 +170,23 @@ enum violation {
   V_CORRUPT_REMOTE,
   V_CORRUPT_METADATA,
   V_CORRUPT_LARGE,
+  V_LOCK_REENTERED,
   V_COUNT
 };
 _Noreturn void vg_fatal(enum violation v, const void *p) HIDDEN;
 extern _Atomic int vg_unusable; /* set by vg_fatal: the heap is not to be trusted */
 
-/* ---- locks (arena.c): signals are blocked while any allocator lock is
- * held, so a signal handler that forks never finds its own thread holding
- * one (see fork.c). */
+/* ---- locks (lock.c): a word holding the owner's id; no syscall unless
+ * contended, no signal masking.  A signal handler can tell whether its own
+ * thread holds a lock (vg_lock_mine), which is what fork.c needs. */
 struct vg_lock {
-  pthread_mutex_t m;
+  _Atomic unsigned word;
 };
+#define VG_LOCK_INIT {0}
 void vg_lock(struct vg_lock *l) HIDDEN;
 void vg_unlock(struct vg_lock *l) HIDDEN;
-void vg_lock_reinit(struct vg_lock *l) HIDDEN;
-void vg_lock_reinit_held(struct vg_lock *l) HIDDEN; /* fork child */
+bool vg_lock_mine(struct vg_lock *l) HIDDEN;
+void vg_lock_reset_child(struct vg_lock *l) HIDDEN; /* fork child: taken by prepare() */
 extern _Atomic unsigned vg_fork_gate;
 extern __thread unsigned vg_tl_forking __attribute__((tls_model("initial-exec")));
 extern struct vg_lock vg_meta_lock;

@@ -15,7 +15,7 @@ struct large {
   size_t maplen, ulen;
 };
 
-struct vg_lock vg_large_lock = {PTHREAD_MUTEX_INITIALIZER};
+struct vg_lock vg_large_lock = VG_LOCK_INIT;
 static struct large *table;
 static size_t table_cap, table_count, live_bytes;
 static struct large cache[CACHE_SLOTS];

@@ -1,6 +1,6 @@
 /* The OS seam: the only interface through which vigil reaches the kernel.
  * os_linux.c is the only file that calls mmap, munmap, madvise, mprotect,
- * mremap, getrandom or reads /proc and /sys.  Contract for every function:
+ * mremap, futex, sched_yield, getrandom or reads /proc and /sys.  Contract for every function:
  *   - it never allocates and takes no allocator lock;
  *   - functions used on free paths (unmap, decommit) preserve errno;
  *   - failures return NULL / -1 and leave errno as the kernel set it. */
@@ -33,6 +33,10 @@ unsigned vg_os_cpu_count(void);
 /* /proc/sys/vm/overcommit_memory, or 0 when unreadable. */
 int vg_os_overcommit_mode(void);
 uint64_t vg_os_now_ns(void);
+/* Lock waits (lock.c): sleep while *word == val; wake one sleeper. */
+void vg_os_futex_wait(_Atomic unsigned *word, unsigned val);
+void vg_os_futex_wake(_Atomic unsigned *word);
+void vg_os_yield(void);
 void vg_os_write_err(const char *s, size_t n);
 const char *vg_os_getenv(const char *name);
 
@@ -49,7 +53,7 @@ extern _Atomic unsigned vg_os_fail_for_test;
 
 /* Syscall counters: tests check that free paths stay O(1) in syscalls. */
 struct vg_os_counts {
-  _Atomic unsigned long map, unmap, madvise, protect, remap;
+  _Atomic unsigned long map, unmap, madvise, protect, remap, futex;
 };
 extern struct vg_os_counts vg_os_counts;
 

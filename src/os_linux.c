@@ -4,6 +4,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -174,6 +176,22 @@ uint64_t vg_os_now_ns(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+void vg_os_futex_wait(_Atomic unsigned *word, unsigned val) {
+  int saved = errno;
+  COUNT(futex);
+  syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+  errno = saved;
+}
+
+void vg_os_futex_wake(_Atomic unsigned *word) {
+  int saved = errno;
+  COUNT(futex);
+  syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+  errno = saved;
+}
+
+void vg_os_yield(void) { sched_yield(); }
 
 void vg_os_write_err(const char *s, size_t n) {
   while (n > 0) {

@@ -16,6 +16,7 @@ static const char *const messages[V_COUNT] = {
     [V_CORRUPT_REMOTE] = "corrupted remote free list",
     [V_CORRUPT_METADATA] = "corrupted metadata",
     [V_CORRUPT_LARGE] = "corrupted large block",
+    [V_LOCK_REENTERED] = "allocator re-entered from a signal handler",
 };
 
 _Noreturn void vg_fatal(enum violation v, const void *p) {

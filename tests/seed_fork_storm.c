@@ -10,6 +10,12 @@
  * Part 2: fork() from a signal handler that interrupted malloc or free in
  * another thread's loop; the child allocates inside the handler.
  *
+ * Part 3: glibc's tst-mallocfork2 shape: the main thread allocates in a
+ * loop while a sender thread interrupts it with SIGUSR1, whose handler
+ * forks; another thread allocates all along.  vigil masks no signals
+ * around its locks, so the handler may interrupt main inside a critical
+ * section: fork must skip the locks main itself holds, not wait for them.
+ *
  * A hang is a failure: every child arms alarm(), and the parent re-arms a
  * 30 s alarm before each fork.  Checked: without the stdio list lock in the
  * prepare handler (fork.c), part 1 deadlocks within seconds. */
@@ -30,11 +36,14 @@
 #include "testlib.h"
 
 static atomic_int stop;
+static atomic_int started; /* mallocers that have made their heap */
 static char path[] = "/tmp/vigil-fork-XXXXXX";
 
 static void *mallocer(void *arg) {
   unsigned s = (unsigned)(uintptr_t)arg;
   void *keep[64] = {0};
+  free(malloc(1));
+  started++;
   while (!stop) {
     s = s * 1103515245u + 12345u;
     unsigned i = (s >> 8) % 64;
@@ -180,8 +189,13 @@ static void fork_in_handler(int signals) {
   sigaction(SIGUSR1, &sa, NULL);
   sem_init(&handled, 0, 0);
   stop = 0;
+  started = 0;
   pthread_t w;
   pthread_create(&w, NULL, mallocer, (void *)3);
+  /* Signals interrupt malloc and free, not the thread's start: a child
+   * forked while w held the heap-pool lock (making its heap) could not
+   * make a heap of its own (README, known limits). */
+  while (started < 1) usleep(100);
   for (int i = 0; i < signals; i++) {
     alarm(30);
     pthread_kill(w, SIGUSR1);
@@ -201,9 +215,74 @@ static void fork_in_handler(int signals) {
   CHECK(handler_failures == 0, "%d children of the handler failed", (int)handler_failures);
 }
 
+/* ---- part 3: tst-mallocfork2 ---- */
+static atomic_int sent, received;
+static pthread_t main_thread;
+
+static void on_usr1_main(int sig) {
+  (void)sig;
+  int saved = errno;
+  pid_t pid = fork();
+  if (pid == 0) _exit(0); /* as glibc's test: the child only has to exist */
+  if (pid < 0) handler_failures++;
+  else {
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) handler_failures++;
+  }
+  received++;
+  errno = saved;
+}
+
+static void *sender(void *arg) {
+  int signals = (int)(intptr_t)arg;
+  for (int i = 0; i < signals && !stop; i++) {
+    int before = received;
+    sent++;
+    pthread_kill(main_thread, SIGUSR1);
+    /* One signal in flight at a time, so none is merged away. */
+    for (int w = 0; received == before && w < 200000; w++) usleep(100);
+  }
+  return NULL;
+}
+
+static void mallocfork2(int signals) {
+  struct sigaction sa = {0};
+  sa.sa_handler = on_usr1_main;
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGUSR1, &sa, NULL);
+  handler_failures = 0;
+  stop = 0;
+  main_thread = pthread_self();
+  pthread_t other, snd;
+  pthread_create(&other, NULL, mallocer, (void *)4);
+  pthread_create(&snd, NULL, sender, (void *)(intptr_t)signals);
+  /* Sizes reach every path: small classes, spans and large blocks. */
+  static const size_t sizes[] = {8, 100, 4000, 40000, 100 << 10, 300 << 10, 2 << 20};
+  void *keep[16] = {0};
+  unsigned s = 7;
+  alarm(60);
+  while (received < signals) {
+    s = s * 1103515245u + 12345u;
+    unsigned i = (s >> 8) % 16;
+    free(keep[i]);
+    keep[i] = malloc(sizes[(s >> 16) % 7]);
+  }
+  alarm(0);
+  stop = 1;
+  pthread_join(snd, NULL);
+  pthread_join(other, NULL);
+  for (int i = 0; i < 16; i++) free(keep[i]);
+  printf("tst-mallocfork2 shape: %d signals, %d forks from the main thread's handler\n", (int)sent, (int)received);
+  CHECK(received == signals, "%d of %d signals handled", (int)received, signals);
+  CHECK(handler_failures == 0, "%d forks in the handler failed", (int)handler_failures);
+}
+
 int main(int argc, char **argv) {
   int forks = argc > 1 ? atoi(argv[1]) : 3000;
   fork_storm(forks);
   fork_in_handler(forks / 3);
+  mallocfork2(forks / 3);
   return test_done("seed_fork_storm");
 }
