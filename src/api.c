@@ -132,15 +132,25 @@ void *vigil_realloc(void *p, size_t n) {
   }
   ENTER();
   size_t old = usable(p);
+  struct page *pg = page_of(p);
   void *q = NULL;
-  /* Keep the block when the new size fits and wastes at most half. */
   if (n <= old && (n > old / 2 || old <= 128)) {
-    q = p;
-  } else if (page_of(p) == NULL && n >= vg_mmap_threshold()) {
-    q = vg_large_realloc(p, n);
+    q = p; /* fits, and wastes at most half */
+  } else if (pg == NULL) {
+    q = vg_large_realloc(p, n); /* in place, or its pages move: no copy */
+  } else if (pg->kind == PK_SPAN) {
+    q = vg_span_resize(pg, n); /* in place when the next pages are free */
   }
   if (q == NULL) {
-    q = alloc_slow(n, VG_ALIGN, false);
+    /* A block that moves to grow gets half as much again, so one grown in
+     * small steps moves O(log n) times, not once per step. */
+    size_t room = n > old && old <= PTRDIFF_MAX / 2 ? old + old / 2 : 0;
+    int saved = errno;
+    if (room > n) q = alloc_slow(room, VG_ALIGN, false);
+    if (q == NULL) {
+      errno = saved;
+      q = alloc_slow(n, VG_ALIGN, false);
+    }
     if (q != NULL) {
       memcpy(q, p, old < n ? old : n);
       vigil_free(p);

@@ -130,11 +130,9 @@ struct page *vg_arena_page(struct arena *a, struct heap *h, unsigned cls) {
   return pg;
 }
 
-/* Caller holds the arena lock. */
-void vg_arena_free_run(struct segment *s, unsigned first) {
+/* Pages first..first+n-1 become free.  Caller holds the arena lock. */
+static void free_pages(struct segment *s, unsigned first, unsigned n) {
   struct arena *a = s->arena;
-  struct page *pg = &s->pages[first];
-  unsigned n = pg->npages;
   for (unsigned i = 0; i < n; i++) s->pages[first + i].kind = PK_FREE;
   uint64_t mask = run_mask(first, n);
   s->used &= ~mask;
@@ -144,6 +142,8 @@ void vg_arena_free_run(struct segment *s, unsigned first) {
   s->decommitted &= ~mask;
   vg_decommit_after_free(a);
 }
+
+void vg_arena_free_run(struct segment *s, unsigned first) { free_pages(s, first, s->pages[first].npages); }
 
 /* The abandoned list of a class holds only pages with room. */
 static void abandoned_push(struct arena *a, struct page *pg) {
@@ -222,6 +222,40 @@ void *vg_span_alloc(size_t size, size_t align) {
   vg_page_init_span(s, first, (unsigned)n);
   vg_unlock(&a->lock);
   return page_addr(s, first);
+}
+
+/* Grow a span into the free pages after it, or give back its tail. */
+void *vg_span_resize(struct page *pg, size_t size) {
+  struct segment *s = segment_of_page(pg);
+  struct arena *a = s->arena;
+  size_t want = size ? (size + VG_PAGE - 1) / VG_PAGE : 1;
+  unsigned first = page_index(s, pg), n = pg->npages;
+  if (want > VG_SEG_PAGES - first) return NULL;
+  unsigned w = (unsigned)want;
+  if (w == n) return pg->start;
+  vg_lock(&a->lock);
+  if (pg->kind != PK_SPAN) vg_fatal(V_INVALID_POINTER, pg->start);
+  bool ok = true;
+  if (w < n) {
+    free_pages(s, first + w, n - w);
+  } else {
+    uint64_t more = run_mask(first + n, w - n);
+    ok = (s->used & more) == 0 && claim_run(a, s, first + n, w - n);
+    if (ok) {
+      s->used |= more;
+      for (unsigned i = first + n; i < first + w; i++) {
+        s->pages[i].kind = PK_TAIL;
+        s->pages[i].head = (uint8_t)first;
+      }
+    }
+  }
+  if (ok) {
+    pg->npages = (uint8_t)w;
+    pg->bsize = (uint32_t)(w * VG_PAGE);
+    pg->magic = (uint32_t)((((uint64_t)1 << 32) + pg->bsize - 1) / pg->bsize);
+  }
+  vg_unlock(&a->lock);
+  return ok ? pg->start : NULL;
 }
 
 void vg_span_free(struct page *pg) {

@@ -243,6 +243,7 @@ void vg_arena_free_abandoned(struct page *pg, struct block *b) HIDDEN;
 void vg_arena_abandon_page(struct page *pg) HIDDEN;
 void *vg_span_alloc(size_t size, size_t align) HIDDEN;
 void vg_span_free(struct page *pg) HIDDEN;
+void *vg_span_resize(struct page *pg, size_t size) HIDDEN; /* NULL: cannot in place */
 void vg_heap_pool_put(struct heap *h) HIDDEN;
 extern struct heap *vg_all_heaps;
 extern struct vg_lock vg_heap_pool_lock;

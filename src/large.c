@@ -182,13 +182,56 @@ size_t vg_large_usable(const void *p) {
   return n;
 }
 
-/* Resize with mremap: shrink in place (a new guard, the rest unmapped), or
- * move the pages into a fresh guarded reservation without copying.  Returns
- * NULL when the caller should fall back to allocate-copy-free. */
+/* Resize in place where the reservation allows, else move the pages.
+ *
+ * A block's mapping is [guard][RW: ulen][PROT_NONE: headroom and guard].
+ * Shrinking decommits the tail, which becomes headroom (one syscall).
+ * Growing commits headroom with mprotect (one syscall, and an eighth more
+ * than asked, so a block grown in small steps makes a syscall only every
+ * few steps).  When the headroom runs out, the pages move (mremap, no copy)
+ * into a new reservation twice the new size, so a block grown from 16 B to
+ * 256 MiB moves O(log n) times and its page tables are never moved on every
+ * step.  Every mremap names its destination (MREMAP_FIXED): under
+ * qemu-user -R, a plain MREMAP_MAYMOVE that fails still unmaps the block
+ * (qemu-targets/README.md).  Returns NULL, the block intact at p, when the
+ * caller should fall back to allocate-copy-free. */
+#define PROBE_ABOVE ((size_t)1 << 30)
+
+static void *grow_moving(struct large *e, size_t nlen, size_t ps) {
+  /* Above 1 GiB, first let the kernel refuse a size it cannot commit: a
+   * plain RW mapping is refused at once, where reserving first would map
+   * any size PROT_NONE: free natively, but under qemu-user a 31 TiB
+   * reservation took 40 s and 24 GiB of QEMU's page tables
+   * (corpus/regressions/api/NOTES). */
+  if (nlen > PROBE_ABOVE) {
+    void *probe = vg_os_map(NULL, nlen, 1);
+    if (probe == NULL) return NULL;
+    vg_os_unmap(probe, nlen);
+  }
+  size_t room = nlen > PTRDIFF_MAX / 2 ? nlen : 2 * nlen;
+  uint8_t *r = vg_os_map(NULL, room + 2 * ps, 0);
+  if (r == NULL) return NULL;
+  uint8_t *user = r + ps;
+  /* Commit the new part first: if the kernel refuses, the block has not
+   * moved. */
+  if (vg_os_protect(user + e->ulen, nlen - e->ulen, 1) != 0 ||
+      vg_os_remap((void *)e->user, e->ulen, e->ulen, user) == NULL) {
+    vg_os_unmap(r, room + 2 * ps);
+    return NULL;
+  }
+  /* The old guards, one by one: the range the pages left may already hold
+   * another thread's new mapping. */
+  uint8_t *old = (uint8_t *)e->user;
+  vg_os_unmap(e->map, (size_t)(old - e->map));
+  vg_os_unmap(old + e->ulen, (size_t)(e->map + e->maplen - (old + e->ulen)));
+  *e = (struct large){(uintptr_t)user, r, room + 2 * ps, nlen};
+  return user;
+}
+
 void *vg_large_realloc(void *p, size_t size) {
   size_t ps = vg_os_page_size();
   if (size > PTRDIFF_MAX - 4 * ps) return NULL;
-  size_t nlen = align_up(size, ps);
+  size_t nlen = align_up(size ? size : 1, ps);
   /* The entry leaves the table while the syscalls run: once the pages have
    * moved, another thread may map a new block at the old address, and two
    * entries must never share a key. */
@@ -202,42 +245,29 @@ void *vg_large_realloc(void *p, size_t size) {
   }
   remove_entry(f);
   vg_unlock(&vg_large_lock);
-  int saved_errno = errno; /* a refused mremap is not the caller's failure */
+  int saved_errno = errno; /* a refused syscall is not the caller's failure */
   uint8_t *user = (uint8_t *)e.user, *end = e.map + e.maplen;
   void *result = NULL;
   if (nlen < e.ulen) {
-    if (vg_os_protect(user + nlen, ps, 0) == 0) {
-      vg_os_unmap(user + nlen + ps, (size_t)(end - (user + nlen + ps)));
-      n.ulen = nlen;
-      n.maplen = (size_t)(user + nlen + ps - e.map);
+    vg_os_decommit(user + nlen, e.ulen - nlen, 1);
+    n.ulen = nlen;
+    /* Keep headroom no bigger than the block: the address space a shrunk
+     * block holds stays within twice its size. */
+    uint8_t *keep = user + 2 * nlen + ps;
+    if (end > keep) {
+      vg_os_unmap(keep, (size_t)(end - keep));
+      n.maplen = (size_t)(keep - e.map);
+    }
+    result = p;
+  } else if ((size_t)(end - user) - ps >= nlen) {
+    size_t room = (size_t)(end - user) - ps, want = e.ulen + e.ulen / 8;
+    size_t c = nlen > want ? nlen : want > room ? room : align_up(want, ps);
+    if (vg_os_protect(user + e.ulen, c - e.ulen, 1) == 0) {
+      n.ulen = c;
       result = p;
     }
   } else {
-    /* Grow where the kernel likes first: that is where it refuses a size
-     * it cannot commit, at once.  Only then reserve the guarded range and
-     * move the pages into it (no copy, no new charge).  Reserving first
-     * would map any size PROT_NONE: free natively, but under qemu-user a
-     * 31 TiB reservation took 40 s and 24 GiB of QEMU's page tables
-     * (corpus/regressions/api/NOTES). */
-    uint8_t *q = vg_os_remap(user, e.ulen, nlen, NULL);
-    uint8_t *r = q ? vg_os_map(NULL, nlen + 2 * ps, 0) : NULL;
-    if (r != NULL && vg_os_remap(q, nlen, nlen, r + ps) != NULL) {
-      vg_os_unmap(e.map, (size_t)(user - e.map));
-      vg_os_unmap(user + e.ulen, (size_t)(end - (user + e.ulen)));
-      n = (struct large){(uintptr_t)(r + ps), r, nlen + 2 * ps, nlen};
-      result = (void *)n.user;
-    } else if (q != NULL) {
-      /* No room for the guarded range: the pages go back between the old
-       * guards at the old size (and realloc copies), or, if even that
-       * fails, the block stays where it grew, without guard pages. */
-      if (r != NULL) vg_os_unmap(r, nlen + 2 * ps);
-      if (vg_os_remap(q, nlen, e.ulen, q == user ? NULL : user) == NULL) {
-        vg_os_unmap(e.map, (size_t)(user - e.map));
-        vg_os_unmap(user + e.ulen, (size_t)(end - (user + e.ulen)));
-        n = (struct large){(uintptr_t)q, q, nlen, nlen};
-        result = q;
-      }
-    }
+    result = grow_moving(&n, nlen, ps);
   }
   vg_lock(&vg_large_lock);
   put(n); /* cannot need to grow: this entry was taken out above */
