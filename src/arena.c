@@ -90,6 +90,7 @@ static struct segment *arena_run(struct arena *a, unsigned n, unsigned align_pag
       return s;
     }
   }
+  vg_decommit_refault(a); /* a segment is needed: was one released too soon? */
   struct segment *s = vg_segment_new(a);
   if (s == NULL) return NULL;
   int i = vg_segment_find_run(s, n, align_pages);

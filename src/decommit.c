@@ -1,7 +1,8 @@
 /* The one decommit policy, for every arena and thread alike.
  *
  * Free pages stay resident ("dirty") until either the arena holds more than
- * trim_threshold dirty bytes, or the oldest has been dirty for decay_ms; then
+ * its threshold (trim_threshold, or more where it learnt that it needs more)
+ * of dirty bytes, or the oldest has been dirty for decay_ms; then
  * all of the arena's dirty pages go back at once and wholly free segments
  * (but one) are unmapped.  Never on every free: glibc's per-thread heaps
  * ignored the trim threshold and called madvise on every free (BZ 17195).
@@ -34,16 +35,17 @@ bool vg_commit_run(struct segment *s, unsigned first, unsigned n) {
 
 /* Return every dirty page of the arena, one syscall per contiguous run, and
  * unmap wholly free segments, keeping one unless `all`.  Caller holds the
- * arena lock.  Returns whether anything was released. */
+ * arena lock.  Returns whether anything was released; a->purged says how
+ * many bytes. */
 int vg_decommit_arena(struct arena *a, bool all) {
-  int released = 0;
+  size_t bytes = 0;
   bool kept = false;
   struct segment *next;
   for (struct segment *s = a->segs; s; s = next) {
     next = s->next;
     if (s->used == VG_SEG_META_MASK && (all || kept)) {
       vg_segment_release(s);
-      released = 1;
+      bytes += VG_SEG;
       continue;
     }
     if (s->used == VG_SEG_META_MASK) kept = true;
@@ -58,12 +60,13 @@ int vg_decommit_arena(struct arena *a, bool all) {
       uint64_t mask = run_mask(first, n);
       s->decommitted |= mask;
       d &= ~mask;
-      released = 1;
+      bytes += (size_t)n * VG_PAGE;
     }
     s->dirty = 0;
   }
   a->dirty = 0;
-  return released;
+  a->purged = bytes;
+  return bytes != 0;
 }
 
 /* The arena's threshold: the tunable, or more where the arena has learnt
@@ -73,15 +76,22 @@ static size_t arena_threshold(struct arena *a) {
   return load_relaxed(&vg_opt_thresholds_fixed) || a->trim < t ? t : a->trim;
 }
 
-/* A returned page is needed again within decay_ms of being returned: the
- * threshold was too low for this arena's working set, so double it (up to
- * 8 MiB), as glibc's dynamic threshold does for mmapped chunks. */
+/* Memory returned by the last purge is needed again (a decommitted page is
+ * claimed, or a segment mapped) within decay_ms: the threshold was too low
+ * for this arena's working set.  Raise it to twice what the purge returned
+ * (and at least double it), up to 64 MiB, so a working set that breathes
+ * by a fixed amount stops being purged after one round, as glibc's dynamic
+ * threshold does for mmapped chunks. */
+#define LEARNED_MAX ((size_t)64 << 20)
 void vg_decommit_refault(struct arena *a) {
   uint64_t decay_ns = (uint64_t)vg_option(OPT_decay_ms) * 1000000u;
-  if (load_relaxed(&vg_opt_thresholds_fixed) || vg_os_now_ns() - a->last_purge >= decay_ns) return;
-  size_t t = arena_threshold(a);
-  if (t < ((size_t)8 << 20)) {
-    a->trim = t ? 2 * t : VG_PAGE;
+  if (load_relaxed(&vg_opt_thresholds_fixed) || a->last_purge == 0 || vg_os_now_ns() - a->last_purge >= decay_ns)
+    return;
+  size_t t = arena_threshold(a), want = t ? 2 * t : VG_PAGE;
+  if (want < 2 * a->purged) want = 2 * a->purged;
+  if (want > LEARNED_MAX) want = LEARNED_MAX;
+  if (want > t) {
+    a->trim = want;
     VG_PROBE2(threshold, a->index, a->trim);
   }
 }

@@ -228,6 +228,7 @@ struct arena {
   uint64_t dirty_since;  /* when dirty last became non-zero */
   size_t trim;           /* this arena's self-adjusted trim threshold */
   uint64_t last_purge;   /* when dirty pages last went back */
+  size_t purged;         /* bytes the last purge returned */
   size_t mapped;         /* bytes in this arena's segments */
   unsigned index;
   _Atomic unsigned threads; /* heaps attached */
