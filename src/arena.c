@@ -78,6 +78,7 @@ static void take_dirty(struct arena *a, struct segment *s, unsigned first, unsig
   uint64_t was_dirty = s->dirty & mask & ~s->decommitted;
   a->dirty -= (size_t)__builtin_popcountll(was_dirty) * VG_PAGE;
   s->dirty &= ~mask;
+  s->aged &= ~mask;
 }
 
 /* A free run of n pages (aligned to align_pages) in arena a, mapping a new
@@ -137,7 +138,6 @@ static void free_pages(struct segment *s, unsigned first, unsigned n) {
   for (unsigned i = 0; i < n; i++) s->pages[first + i].kind = PK_FREE;
   uint64_t mask = run_mask(first, n);
   s->used &= ~mask;
-  if (a->dirty == 0) a->dirty_since = vg_os_now_ns();
   a->dirty += (size_t)__builtin_popcountll(mask & ~s->dirty & ~s->decommitted) * VG_PAGE;
   s->dirty |= mask;
   s->decommitted &= ~mask;

@@ -2,9 +2,9 @@
  *
  * Free pages stay resident ("dirty") until either the arena holds more than
  * its threshold (trim_threshold, or more where it learnt that it needs more)
- * of dirty bytes, or the oldest has been dirty for decay_ms; then
- * all of the arena's dirty pages go back at once and wholly free segments
- * (but one) are unmapped.  Never on every free: glibc's per-thread heaps
+ * of dirty bytes, when all of them go back at once and wholly free segments
+ * (but one) are unmapped; or they stay unused for decay_ms, when those go
+ * back (vg_decommit_after_free).  Never on every free: glibc's per-thread heaps
  * ignored the trim threshold and called madvise on every free (BZ 17195).
  *
  * Pages go back with MADV_DONTNEED (not MADV_FREE, which leaves RSS high),
@@ -33,41 +33,45 @@ bool vg_commit_run(struct segment *s, unsigned first, unsigned n) {
   return true;
 }
 
-/* Return every dirty page of the arena, one syscall per contiguous run, and
- * unmap wholly free segments, keeping one unless `all`.  Caller holds the
- * arena lock.  Returns whether anything was released; a->purged says how
- * many bytes. */
-int vg_decommit_arena(struct arena *a, bool all) {
+/* Return the arena's dirty pages (all of them, or only the aged ones), one
+ * syscall per contiguous run, and unmap wholly free segments whose pages
+ * go, keeping one unless `all`.  Caller holds the arena lock.  Returns
+ * whether anything was released; a->purged says how many bytes. */
+static int purge(struct arena *a, bool all, bool aged_only) {
   size_t bytes = 0;
   bool kept = false;
   struct segment *next;
   for (struct segment *s = a->segs; s; s = next) {
     next = s->next;
-    if (s->used == VG_SEG_META_MASK && (all || kept)) {
+    uint64_t d = s->dirty & ~s->decommitted & (aged_only ? s->aged : ~(uint64_t)0);
+    bool empty = s->used == VG_SEG_META_MASK;
+    if (empty && (all || kept) && (!aged_only || d == (s->dirty & ~s->decommitted))) {
       vg_segment_release(s);
       bytes += VG_SEG;
       continue;
     }
-    if (s->used == VG_SEG_META_MASK) kept = true;
-    uint64_t d = s->dirty & ~s->decommitted;
-    while (d) {
-      unsigned first = (unsigned)__builtin_ctzll(d);
+    if (empty) kept = true;
+    uint64_t left = d;
+    while (left) {
+      unsigned first = (unsigned)__builtin_ctzll(left);
       /* Metadata pages are never dirty, so first > 0 and the shifted-in
        * zeros end the run. */
-      unsigned n = (unsigned)__builtin_ctzll(~(d >> first));
+      unsigned n = (unsigned)__builtin_ctzll(~(left >> first));
       vg_os_decommit(page_addr(s, first), (size_t)n * VG_PAGE, remap_mode);
       VG_PROBE2(decommit, page_addr(s, first), (size_t)n * VG_PAGE);
-      uint64_t mask = run_mask(first, n);
-      s->decommitted |= mask;
-      d &= ~mask;
-      bytes += (size_t)n * VG_PAGE;
+      left &= ~run_mask(first, n);
     }
-    s->dirty = 0;
+    s->decommitted |= d;
+    s->dirty &= ~d;
+    a->dirty -= (size_t)__builtin_popcountll(d) * VG_PAGE;
+    bytes += (size_t)__builtin_popcountll(d) * VG_PAGE;
+    s->aged = s->dirty; /* what is left is dirty as of this tick */
   }
-  a->dirty = 0;
   a->purged = bytes;
   return bytes != 0;
 }
+
+int vg_decommit_arena(struct arena *a, bool all) { return purge(a, all, false); }
 
 /* The arena's threshold: the tunable, or more where the arena has learnt
  * that it needs more (see vg_decommit_refault). */
@@ -79,17 +83,21 @@ static size_t arena_threshold(struct arena *a) {
 /* Memory returned by the last purge is needed again (a decommitted page is
  * claimed, or a segment mapped) within decay_ms: the threshold was too low
  * for this arena's working set.  Raise it to twice what the purge returned
- * (and at least double it), up to 64 MiB, so a working set that breathes
- * by a fixed amount stops being purged after one round, as glibc's dynamic
- * threshold does for mmapped chunks. */
-#define LEARNED_MAX ((size_t)64 << 20)
+ * (and at least double it), so a working set that breathes by a fixed
+ * amount stops being purged after one round, as glibc's dynamic threshold
+ * does for mmapped chunks.  The learnt threshold stays under 64 MiB, or half
+ * of what the arena has mapped when that is more: a heap of medium blocks
+ * holds free pages between them (glibc keeps all of those), and pages left
+ * unused still go back after decay_ms. */
+#define LEARNED_MIN_CAP ((size_t)64 << 20)
 void vg_decommit_refault(struct arena *a) {
   uint64_t decay_ns = (uint64_t)vg_option(OPT_decay_ms) * 1000000u;
   if (load_relaxed(&vg_opt_thresholds_fixed) || a->last_purge == 0 || vg_os_now_ns() - a->last_purge >= decay_ns)
     return;
   size_t t = arena_threshold(a), want = t ? 2 * t : VG_PAGE;
+  size_t cap = a->mapped / 2 > LEARNED_MIN_CAP ? a->mapped / 2 : LEARNED_MIN_CAP;
   if (want < 2 * a->purged) want = 2 * a->purged;
-  if (want > LEARNED_MAX) want = LEARNED_MAX;
+  if (want > cap) want = cap;
   if (want > t) {
     a->trim = want;
     VG_PROBE2(threshold, a->index, a->trim);
@@ -108,12 +116,19 @@ void vg_decommit_thread_exit(struct arena *a) {
   vg_unlock(&a->lock);
 }
 
+/* After pages were freed.  Over the threshold, everything dirty goes back
+ * (the bound on what an arena keeps).  Otherwise, once per decay_ms, the
+ * pages that were already dirty at the previous tick go back: they stayed
+ * unused for at least decay_ms.  A working set that is reused faster than
+ * that keeps its pages and costs no syscall, however long it runs. */
 void vg_decommit_after_free(struct arena *a) {
-  size_t decay = vg_option(OPT_decay_ms);
-  uint64_t now = vg_os_now_ns();
-  if (a->dirty > arena_threshold(a) || (a->dirty > 0 && now - a->dirty_since >= (uint64_t)decay * 1000000u)) {
-    vg_decommit_arena(a, false);
-    a->last_purge = now;
+  uint64_t now = vg_os_now_ns(), decay_ns = (uint64_t)vg_option(OPT_decay_ms) * 1000000u;
+  if (a->dirty > arena_threshold(a)) {
+    purge(a, false, false);
+    a->last_purge = a->tick = now;
+  } else if (now - a->tick >= decay_ns) {
+    if (purge(a, false, true)) a->last_purge = now;
+    a->tick = now;
   }
 }
 

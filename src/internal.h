@@ -100,6 +100,7 @@ struct segment {
   uint64_t used;               /* bit i: page i is part of a live run (or metadata) */
   uint64_t dirty;              /* bit i: free page whose memory may be resident */
   uint64_t decommitted;        /* bit i: free page returned to the OS */
+  uint64_t aged;               /* bit i: dirty page already dirty at the arena's last tick */
   struct page pages[VG_SEG_PAGES];
 };
 
@@ -225,7 +226,7 @@ struct arena {
   struct segment *segs;
   struct page *abandoned[VG_NCLASSES];
   size_t dirty;          /* bytes in free pages not yet returned */
-  uint64_t dirty_since;  /* when dirty last became non-zero */
+  uint64_t tick;         /* when the aged pages were last returned (decay_ms) */
   size_t trim;           /* this arena's self-adjusted trim threshold */
   uint64_t last_purge;   /* when dirty pages last went back */
   size_t purged;         /* bytes the last purge returned */

@@ -46,6 +46,7 @@ struct segment *vg_segment_new(struct arena *a) {
   s->arena = a;
   s->used = VG_SEG_META_MASK;
   s->dirty = 0;
+  s->aged = 0;
   s->decommitted = remap ? ~VG_SEG_META_MASK : 0;
   for (unsigned i = 0; i < VG_SEG_FIRST_PAGE; i++) s->pages[i].kind = PK_META;
   s->prev = NULL;
