@@ -88,6 +88,41 @@ static bool publish(struct large e) {
   return ok;
 }
 
+/* The cached mapping that fits ulen best: one whose reservation holds it
+ * and that is at most twice as big, used as it is (its usable size is what
+ * it was), or grown into its headroom with one mprotect: cheaper than a new
+ * mapping and its page faults. */
+static bool cache_take(size_t ulen, size_t ps, struct large *out) {
+  vg_lock(&vg_large_lock);
+  int best = -1;
+  size_t best_off = SIZE_MAX;
+  for (unsigned i = 0; i < ncache; i++) {
+    struct large *c = &cache[i];
+    size_t room = (size_t)(c->map + c->maplen - (uint8_t *)c->user) - ps;
+    if (room < ulen || c->ulen / 2 > ulen) continue;
+    size_t off = c->ulen > ulen ? c->ulen - ulen : ulen - c->ulen;
+    if (off < best_off) best = (int)i, best_off = off;
+  }
+  if (best < 0) {
+    vg_unlock(&vg_large_lock);
+    return false;
+  }
+  struct large e = cache[best];
+  cache[best] = cache[--ncache];
+  cache_bytes -= e.ulen;
+  vg_unlock(&vg_large_lock);
+  uint8_t *user = (uint8_t *)e.user;
+  if (e.ulen < ulen) {
+    if (vg_os_protect(user + e.ulen, ulen - e.ulen, 1) != 0) {
+      vg_os_unmap(e.map, e.maplen);
+      return false;
+    }
+    e.ulen = ulen;
+  }
+  *out = e;
+  return true;
+}
+
 void *vg_large_alloc(size_t size, size_t align, bool zero) {
   size_t ps = vg_os_page_size();
   if (size > PTRDIFF_MAX - 4 * ps || align > PTRDIFF_MAX / 2) {
@@ -96,24 +131,16 @@ void *vg_large_alloc(size_t size, size_t align, bool zero) {
   }
   size_t ulen = align_up(size ? size : 1, ps);
   if (align <= ps) {
-    /* Best fit from the cache, within 25% of the size. */
-    vg_lock(&vg_large_lock);
-    int best = -1;
-    for (unsigned i = 0; i < ncache; i++)
-      if (cache[i].ulen >= ulen && cache[i].ulen - ulen <= ulen / 4 &&
-          (best < 0 || cache[i].ulen < cache[best].ulen))
-        best = (int)i;
-    if (best >= 0 && reserve_one()) {
-      struct large e = cache[best];
-      cache[best] = cache[--ncache];
-      cache_bytes -= e.ulen;
-      put(e);
-      live_bytes += e.ulen;
-      vg_unlock(&vg_large_lock);
+    struct large e;
+    if (cache_take(ulen, ps, &e)) {
+      if (!publish(e)) {
+        vg_os_unmap(e.map, e.maplen);
+        errno = ENOMEM;
+        return NULL;
+      }
       if (zero) memset((void *)e.user, 0, size);
       return (void *)e.user;
     }
-    vg_unlock(&vg_large_lock);
   }
   size_t slack = align > ps ? align - ps : 0;
   size_t maplen = ulen + 2 * ps + slack;
@@ -143,6 +170,20 @@ static void adjust_thresholds(size_t ulen) {
   }
 }
 
+/* Bytes of freed mappings kept: the tunable, or, while the thresholds
+ * adjust themselves, twice the mmap threshold or half the live large bytes
+ * when that is more.  Once frees have raised the threshold to a block size,
+ * glibc serves blocks up to it from its heap and keeps its free chunks; the
+ * cache is vigil's counterpart for blocks too big for a segment. */
+static size_t cache_limit(void) {
+  size_t limit = vg_option(OPT_large_cache), t = vg_mmap_threshold();
+  if (!load_relaxed(&vg_opt_thresholds_fixed)) {
+    if (limit < 2 * t) limit = 2 * t;
+    if (limit < live_bytes / 2) limit = live_bytes / 2;
+  }
+  return limit;
+}
+
 bool vg_large_free(void *p) {
   struct large evict[CACHE_SLOTS + 1];
   unsigned nevict = 0;
@@ -156,7 +197,7 @@ bool vg_large_free(void *p) {
   remove_entry(f);
   live_bytes -= e.ulen;
   adjust_thresholds(e.ulen);
-  size_t limit = vg_option(OPT_large_cache);
+  size_t limit = cache_limit();
   bool plain = e.user == (uintptr_t)e.map + vg_os_page_size();
   if (plain && e.ulen <= limit) {
     while (ncache == CACHE_SLOTS || cache_bytes + e.ulen > limit) {
