@@ -106,11 +106,13 @@ static void child(void) {
   vg_tl_forking = 0;
   /* The other threads' heaps may be mid-update and their threads are gone:
    * they are orphaned (kept, never reused).  So is this thread's heap if the
-   * fork came from a signal handler that interrupted vigil. */
+   * fork came from a signal handler that interrupted vigil (in a fast path,
+   * or holding a lock: its heap's arena may be the one mid-update). */
+  bool interrupted = vg_tl_busy || nkept > 0;
   for (struct heap *h = vg_all_heaps; h; h = h->next_all)
-    if (load_relaxed(&h->state) == HEAP_LIVE && (h != vg_tl_heap || vg_tl_busy))
+    if (load_relaxed(&h->state) == HEAP_LIVE && (h != vg_tl_heap || interrupted))
       store_relaxed(&h->state, HEAP_ORPHANED);
-  if (vg_tl_busy) vg_tl_heap = NULL;
+  if (interrupted) vg_tl_heap = NULL;
 }
 
 void vg_fork_register(void) { pthread_atfork(prepare, parent, child); }
