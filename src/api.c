@@ -145,6 +145,11 @@ void *vigil_realloc(void *p, size_t n) {
     /* A block that moves to grow gets half as much again, so one grown in
      * small steps moves O(log n) times, not once per step. */
     size_t room = n > old && old <= PTRDIFF_MAX / 2 ? old + old / 2 : 0;
+    /* ... but not past the kind n itself gets: a span does not become a
+     * mapped block for the sake of room (it would cost syscalls). */
+    size_t t = vg_mmap_threshold();
+    if (n < t && room >= t) room = t - 1;
+    if (n <= VG_SPAN_MAX && room > VG_SPAN_MAX) room = VG_SPAN_MAX;
     int saved = errno;
     if (room > n) q = alloc_slow(room, VG_ALIGN, false);
     if (q == NULL) {

@@ -106,6 +106,7 @@ struct segment {
 
 #define VG_SEG_META_OFFSET VG_MAX_OS_PAGE
 #define VG_SEG_FIRST_PAGE 3u
+#define VG_SPAN_MAX ((VG_SEG_PAGES - VG_SEG_FIRST_PAGE) * VG_PAGE) /* the largest span */
 #define VG_SEG_META_MASK ((uint64_t)7)
 static_assert(sizeof(struct segment) <= VG_MAX_OS_PAGE, "segment header fits its guarded page");
 static_assert(VG_SEG_FIRST_PAGE * VG_PAGE == 3 * VG_MAX_OS_PAGE, "layout above");

@@ -4,7 +4,8 @@
 #   tests/seed_*.c   seed-lesson tests, linked statically with libvigil.a, so
 #                    vigil is the process's malloc (libc's internal calls
 #                    included) and its internals (syscall counters) are visible
-#   tests/*.sh       scripted tests (preload smoke, probes, docs, variants)
+#   tests/*.sh       scripted tests (preload smoke, probes, docs, variants);
+#                    cost_warm.c is a plain program that cost_warm.sh runs
 # Exit status: 0 pass, 77 skipped (reported as skipped), anything else fails.
 TEST_CFLAGS := -std=gnu11 -O1 -g -pthread -Isrc -Wall -Wextra $(if $(WERROR),-Werror) $(EXTRA_CFLAGS)
 UNIT_SRCS := $(wildcard tests/unit_*.c)
@@ -12,7 +13,7 @@ API_SRCS := $(wildcard tests/api_*.c)
 SEED_SRCS := $(wildcard tests/seed_*.c)
 TEST_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(UNIT_SRCS) $(API_SRCS)) \
              $(patsubst tests/%.c,$(BUILD)/tests/%,$(SEED_SRCS))
-TEST_HELPERS := $(BUILD)/tests/tunables_table
+TEST_HELPERS := $(BUILD)/tests/tunables_table $(BUILD)/tests/cost_warm
 
 $(BUILD)/tests/unit_%: tests/unit_%.c tests/testlib.h $(BUILD)/libvigil_prefixed.a
 	@mkdir -p $(@D)
@@ -26,6 +27,11 @@ $(BUILD)/tests/seed_%: tests/seed_%.c tests/testlib.h $(BUILD)/libvigil.a
 $(BUILD)/tests/tunables_table: tests/tunables_table.c $(BUILD)/libvigil_prefixed.a
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -DVIGIL_PREFIX -o $@ $< $(BUILD)/libvigil_prefixed.a
+
+# A plain program (the standard malloc API): cost_warm.sh preloads vigil.
+$(BUILD)/tests/cost_warm: tests/cost_warm.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -pthread -Wall -Wextra $(if $(WERROR),-Werror) -o $@ $<
 
 tests: all $(TEST_BINS) $(TEST_HELPERS)
 
