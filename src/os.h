@@ -24,7 +24,9 @@ int vg_os_protect(void *p, size_t len, int rw);
  * then run before the range is used again. */
 void vg_os_decommit(void *p, size_t len, int remap);
 int vg_os_commit(void *p, size_t len);
-/* mremap: MREMAP_MAYMOVE, or MREMAP_FIXED to `dest` when dest != NULL. */
+/* mremap to `dest` (MREMAP_MAYMOVE | MREMAP_FIXED), which the caller has
+ * reserved.  Never a bare MREMAP_MAYMOVE: under qemu-user -R (reserved_va)
+ * one that fails still unmaps the old range (qemu-targets/README.md). */
 void *vg_os_remap(void *old, size_t oldlen, size_t newlen, void *dest);
 int vg_os_random(void *buf, size_t n);
 /* CPUs the system has (/sys/devices/system/cpu/possible): never the

@@ -103,8 +103,7 @@ void *vg_os_remap(void *old, size_t oldlen, size_t newlen, void *dest) {
     errno = ENOMEM;
     return NULL;
   }
-  void *p = dest ? mremap(old, oldlen, newlen, MREMAP_MAYMOVE | MREMAP_FIXED, dest)
-                 : mremap(old, oldlen, newlen, MREMAP_MAYMOVE);
+  void *p = mremap(old, oldlen, newlen, MREMAP_MAYMOVE | MREMAP_FIXED, dest);
   return p == MAP_FAILED ? NULL : p;
 }
 

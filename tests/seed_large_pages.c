@@ -55,26 +55,7 @@ static size_t threshold; /* mmap threshold when the test started */
 static size_t hblks(void) { return MALLINFO2().hblks; }
 static size_t hblkhd(void) { return MALLINFO2().hblkhd; }
 
-/* ---- guard-page probe: does reading this byte fault? ----------------------- */
-static sigjmp_buf probe_env;
-static volatile sig_atomic_t probing;
-
-static void on_fault(int sig) {
-  if (probing) siglongjmp(probe_env, 1);
-  signal(sig, SIG_DFL);
-  raise(sig);
-}
-
-static int readable(const void *addr) {
-  if (sigsetjmp(probe_env, 1)) {
-    probing = 0;
-    return 0;
-  }
-  probing = 1;
-  (void)*(const volatile unsigned char *)addr;
-  probing = 0;
-  return 1;
-}
+#define readable tl_readable /* testlib.h */
 
 /* ---- fill pattern: every 8-byte word depends on its offset, so a page moved
  * to the wrong place (or lost) shows up. --------------------------------------- */
@@ -476,14 +457,6 @@ int main(void) {
   CHECK(vg_os_page_size() == ps, "vigil uses page size %zu, the system says %zu", vg_os_page_size(), ps);
   CHECK(ps == 4096 || ps == 16384 || ps == 65536, "unexpected page size %zu", ps);
   CHECK(VG_PAGE % ps == 0, "vigil page %zu is not a multiple of the OS page %zu", VG_PAGE, ps);
-
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_fault;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_NODEFER;
-  sigaction(SIGSEGV, &sa, NULL);
-  sigaction(SIGBUS, &sa, NULL);
 
   void *warm = MALLOC(1); /* initialise vigil (reads the options) */
   threshold = vg_mmap_threshold();

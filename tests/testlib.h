@@ -2,8 +2,11 @@
  * program's exit status is the verdict (tests/run.sh). */
 #ifndef VIGIL_TESTLIB_H
 #define VIGIL_TESTLIB_H
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int tl_failures, tl_checks;
 #define CHECK(cond, ...)                                                   \
@@ -25,5 +28,37 @@ static inline int test_done(const char *name) {
   printf("%s: %d checks, %d failed\n", name, tl_checks, tl_failures);
   if (tl_checks == 0) return 1; /* a test that checked nothing is a failure */
   return tl_failures ? 1 : 0;
+}
+
+/* Guard-page probe: does reading this byte fault?  The first call installs
+ * SIGSEGV and SIGBUS handlers that return here while probing and otherwise
+ * re-raise with the default action. */
+static sigjmp_buf tl_probe_env;
+static volatile sig_atomic_t tl_probing;
+static inline void tl_on_fault(int sig) {
+  if (tl_probing) siglongjmp(tl_probe_env, 1);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+static inline int tl_readable(const void *addr) {
+  static int installed;
+  if (!installed) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = tl_on_fault;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_NODEFER;
+    sigaction(SIGSEGV, &sa, NULL);
+    sigaction(SIGBUS, &sa, NULL);
+    installed = 1;
+  }
+  if (sigsetjmp(tl_probe_env, 1)) {
+    tl_probing = 0;
+    return 0;
+  }
+  tl_probing = 1;
+  (void)*(const volatile unsigned char *)addr;
+  tl_probing = 0;
+  return 1;
 }
 #endif
