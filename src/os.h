@@ -24,6 +24,10 @@ int vg_os_protect(void *p, size_t len, int rw);
  * then run before the range is used again. */
 void vg_os_decommit(void *p, size_t len, int remap);
 int vg_os_commit(void *p, size_t len);
+/* Replace the pages of an RW range with fresh zero pages (MAP_FIXED): what
+ * calloc of a reused mapping needs, without writing every byte.  Returns -1
+ * (the range unchanged) on failure. */
+int vg_os_zero(void *p, size_t len);
 /* mremap to `dest` (MREMAP_MAYMOVE | MREMAP_FIXED), which the caller has
  * reserved.  Never a bare MREMAP_MAYMOVE: under qemu-user -R (reserved_va)
  * one that fails still unmaps the old range (qemu-targets/README.md). */

@@ -97,6 +97,16 @@ void vg_os_decommit(void *p, size_t len, int remap) {
 
 int vg_os_commit(void *p, size_t len) { return vg_os_protect(p, len, 1); }
 
+int vg_os_zero(void *p, size_t len) {
+  COUNT(map);
+  if (INJECTED(VG_FAIL_MAP)) {
+    errno = ENOMEM;
+    return -1;
+  }
+  void *r = mmap(p, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  return r == MAP_FAILED ? -1 : 0;
+}
+
 void *vg_os_remap(void *old, size_t oldlen, size_t newlen, void *dest) {
   COUNT(remap);
   if (INJECTED(VG_FAIL_REMAP)) {

@@ -118,7 +118,27 @@ static void test_decommit_accounting(void) {
   CHECK(vigil_mallinfo2().keepcost == 0, "keepcost %zu after trim", vigil_mallinfo2().keepcost);
 }
 
+/* calloc served from the large cache gets fresh zero pages (large.c), not
+ * the last owner's bytes. */
+static void test_calloc_cached(void) {
+  size_t n = (size_t)8 << 20, dirty = 0;
+  unsigned char *p = vigil_malloc(n);
+  REQUIRE(p, "malloc");
+  memset(p, 0xff, n);
+  vigil_free(p);
+  unsigned long m0 = load_relaxed(&vg_os_counts.map);
+  unsigned char *q = vigil_calloc(1, n);
+  REQUIRE(q, "calloc");
+  CHECK(q == p, "calloc(%zu) did not reuse the cached mapping %p (got %p)", n, (void *)p, (void *)q);
+  CHECK(load_relaxed(&vg_os_counts.map) == m0 + 1, "calloc from the cache made %lu map calls, want 1 (fresh zero pages)",
+        load_relaxed(&vg_os_counts.map) - m0);
+  for (size_t i = 0; i < n; i++) dirty += q[i] != 0;
+  CHECK(dirty == 0, "%zu bytes of a cached calloc block not zero", dirty);
+  vigil_free(q);
+}
+
 int main(void) {
+  test_calloc_cached();
   vigil_free(vigil_malloc(1));
   test_registry();
   test_large_table();
