@@ -136,17 +136,45 @@ static void check_preload(void)
     g_preload_note = note;
 }
 
-static long parse_count(const char *s, const char *what)
+/* The running workload's name and argument syntax, for usage messages. */
+static const char *g_name = "", *g_args = "";
+
+/* Bad usage: say what is wrong and how to call the workload, exit 2. */
+static void usage_error(const char *what, const char *arg, const char *want)
+{
+    fprintf(stderr, "workloads: %s %s '%s'\nusage: workloads %s %s\n",
+            what, want, arg, g_name, g_args);
+    exit(2);
+}
+
+/* A whole number in [min, max] (decimal); anything else is a usage error.
+ * The bounds also keep the arithmetic on it from overflowing. */
+static long parse_range(const char *s, const char *what, long min, long max)
 {
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (errno || *end || v <= 0) {
-        fprintf(stderr, "workloads: bad %s '%s'\n", what, s);
-        exit(2);
+    if (errno || end == s || *end || v < min || v > max) {
+        char want[96];
+        snprintf(want, sizeof want, "must be a whole number from %ld to %ld, not", min, max);
+        usage_error(what, s, want);
     }
     return v;
 }
+
+/* Which of the NULL-terminated choices s is (its index). */
+static int parse_choice(const char *s, const char *what, const char *const *choices)
+{
+    for (int i = 0; choices[i]; i++)
+        if (!strcmp(s, choices[i]))
+            return i;
+    usage_error(what, s, "is not one of the choices:");
+    return -1;
+}
+
+/* Upper bound on op counts: far beyond any real run, and small enough that
+ * threads * ops and ops * 1e9 stay exact. */
+#define MAX_OPS (1L << 40)
 
 /* Pin the calling thread to the n-th CPU it may run on (mod their count).
  * Does nothing with fewer than two allowed CPUs. */
@@ -233,14 +261,8 @@ static void *churn_thread(void *varg)
 
 static int run_churn(int argc, char **argv)
 {
-    if (argc < 1) {
-        fprintf(stderr, "usage: workloads churn THREADS [OPS_PER_THREAD]\n");
-        return 2;
-    }
-    long threads = parse_count(argv[0], "thread count");
-    long ops = argc > 1 ? parse_count(argv[1], "op count") : 2000000;
-    if (threads > 64)
-        die("churn: at most 64 threads");
+    long threads = parse_range(argv[0], "THREADS", 1, 64);
+    long ops = argc > 1 ? parse_range(argv[1], "OPS_PER_THREAD", 1, MAX_OPS) : 2000000;
     pthread_t tid[64];
     churn_arg_t arg[64];
     pthread_barrier_init(&g_start, NULL, (unsigned)threads + 1);
@@ -277,7 +299,7 @@ static int run_churn(int argc, char **argv)
 
 static int run_batch(int argc, char **argv)
 {
-    long rounds = argc > 0 ? parse_count(argv[0], "round count") : 200000;
+    long rounds = argc > 0 ? parse_range(argv[0], "ROUNDS", 1, MAX_OPS / BATCH) : 200000;
     void *blk[BATCH];
     uint64_t sum = 0;
     long rss0 = rss_kb();
@@ -409,7 +431,7 @@ static void *consumer(void *varg)
 
 static int run_prodcons(int argc, char **argv)
 {
-    long items = argc > 0 ? parse_count(argv[0], "item count") : 4000000;
+    long items = argc > 0 ? parse_range(argv[0], "ITEMS", 1, UINT32_MAX - PC_BATCH) : 4000000;
     /* Where the two threads run. On this project's 2 shared vCPUs the
      * choice decides the result: left to the scheduler (`free`) the run
      * lands in one of two regimes from run to run, up to 5x apart; with one
@@ -419,20 +441,11 @@ static int run_prodcons(int argc, char **argv)
      * steady within a few percent, the remote-free path still taken for
      * every block. */
     const char *placement = argc > 1 ? argv[1] : "same";
-    int pin_p, pin_c;
-    if (!strcmp(placement, "same"))
-        pin_p = 0, pin_c = 0;
-    else if (!strcmp(placement, "split"))
-        pin_p = 0, pin_c = 1;
-    else if (!strcmp(placement, "free"))
-        pin_p = -1, pin_c = -1;
-    else {
-        fprintf(stderr, "workloads: prodcons placement is same, split or free\n");
-        return 2;
-    }
+    static const char *const places[] = {"same", "split", "free", NULL};
+    static const int pin_p_of[] = {0, 0, -1}, pin_c_of[] = {0, 1, -1};
+    int pl = parse_choice(placement, "PLACEMENT", places);
+    int pin_p = pin_p_of[pl], pin_c = pin_c_of[pl];
     items = (items + PC_BATCH - 1) / PC_BATCH * PC_BATCH;
-    if (items > (long)UINT32_MAX)
-        die("prodcons: at most 2^32-1 items");
     pc_arg_t arg = {.items = items, .pin_producer = pin_p, .pin_consumer = pin_c};
     pthread_t tp, tc;
     pthread_barrier_init(&g_start, NULL, 3);
@@ -459,10 +472,8 @@ static int run_prodcons(int argc, char **argv)
 
 static int run_memreturn(int argc, char **argv)
 {
-    long mib = argc > 0 ? parse_count(argv[0], "MiB") : 200;
-    long settle_ms = 0;
-    if (argc > 1 && strcmp(argv[1], "0") != 0)
-        settle_ms = parse_count(argv[1], "settle_ms");
+    long mib = argc > 0 ? parse_range(argv[0], "MIB", 1, 1L << 20) : 200;
+    long settle_ms = argc > 1 ? parse_range(argv[1], "SETTLE_MS", 0, 3600000) : 0;
     size_t target = (size_t)mib << 20;
     size_t big_bytes = target / 10;              /* ~10% in 1 MiB blocks */
     size_t nbig = big_bytes >> 20;
@@ -553,26 +564,41 @@ static int run_memreturn(int argc, char **argv)
 
 /* ------------------------------------------------------------------- main */
 
+/* Each workload with its argument syntax and how many arguments it takes;
+ * main checks the count, the workload checks the values. */
+static const struct {
+    const char *name, *args;
+    int min_args, max_args;
+    int (*run)(int argc, char **argv);
+} WORKLOADS[] = {
+    {"churn", "THREADS [OPS_PER_THREAD]", 1, 2, run_churn},
+    {"batch", "[ROUNDS]", 0, 1, run_batch},
+    {"prodcons", "[ITEMS [same|split|free]]", 0, 2, run_prodcons},
+    {"memreturn", "[MIB [SETTLE_MS]]", 0, 2, run_memreturn},
+};
+#define NWORKLOADS (sizeof WORKLOADS / sizeof WORKLOADS[0])
+
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr,
-                "usage: workloads churn THREADS [OPS_PER_THREAD]\n"
-                "       workloads batch [ROUNDS]\n"
-                "       workloads prodcons [ITEMS [same|split|free]]\n"
-                "       workloads memreturn [MIB [SETTLE_MS]]\n");
+    size_t w = 0;
+    while (argc >= 2 && w < NWORKLOADS && strcmp(argv[1], WORKLOADS[w].name))
+        w++;
+    if (argc < 2 || w == NWORKLOADS) {
+        if (argc >= 2)
+            fprintf(stderr, "workloads: unknown workload '%s'\n", argv[1]);
+        for (size_t i = 0; i < NWORKLOADS; i++)
+            fprintf(stderr, "%s workloads %s %s\n", i ? "      " : "usage:",
+                    WORKLOADS[i].name, WORKLOADS[i].args);
+        return 2;
+    }
+    g_name = WORKLOADS[w].name;
+    g_args = WORKLOADS[w].args;
+    int nargs = argc - 2;
+    if (nargs < WORKLOADS[w].min_args || nargs > WORKLOADS[w].max_args) {
+        fprintf(stderr, "workloads: %s takes %d to %d arguments, not %d\nusage: workloads %s %s\n",
+                g_name, WORKLOADS[w].min_args, WORKLOADS[w].max_args, nargs, g_name, g_args);
         return 2;
     }
     check_preload();
-    const char *w = argv[1];
-    if (!strcmp(w, "churn"))
-        return run_churn(argc - 2, argv + 2);
-    if (!strcmp(w, "batch"))
-        return run_batch(argc - 2, argv + 2);
-    if (!strcmp(w, "prodcons"))
-        return run_prodcons(argc - 2, argv + 2);
-    if (!strcmp(w, "memreturn"))
-        return run_memreturn(argc - 2, argv + 2);
-    fprintf(stderr, "workloads: unknown workload '%s'\n", w);
-    return 2;
+    return WORKLOADS[w].run(nargs, argv + 2);
 }
