@@ -77,7 +77,10 @@ def dpkg_files(pkg):
 
 
 def dpkg_version(pkg):
-    return sh(["dpkg-query", "-W", "-f=${Version}", pkg])
+    """The installed version; one line per architecture (libc6 can be
+    installed for a foreign one too), so the first line only."""
+    out = sh(["dpkg-query", "-W", "-f=${Version}\n", pkg])
+    return out.splitlines()[0] if out else ""
 
 
 def version_key(path):
