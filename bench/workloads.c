@@ -199,16 +199,25 @@ static pthread_barrier_t g_start;
 
 /* ------------------------------------------------------------------ churn */
 
-#define CHURN_SLOTS 2000
+/* A churn: each thread keeps `slots` live blocks and, op after op, frees a
+ * random one and puts a new block of log-uniform size in [2^lo, 2^hi) in
+ * its place. churn, medium-churn, large-churn and pinned are churns of
+ * different shapes. */
+typedef struct {
+    const char *name;
+    unsigned slots, lo_shift, hi_shift;
+} churn_shape_t;
 
 typedef struct {
+    const churn_shape_t *shape;
     unsigned id;
     long ops;
     uint64_t sum;
     int bad;
 } churn_arg_t;
 
-/* Write a tag at both ends of a block, and check it before freeing. */
+/* Write a tag at both ends and in the middle of a block (three pages apart
+ * in a large one); check it before freeing. */
 static inline void tag_block(unsigned char *p, size_t n, unsigned char t)
 {
     p[0] = t;
@@ -216,19 +225,25 @@ static inline void tag_block(unsigned char *p, size_t n, unsigned char t)
     p[n - 1] = t;
 }
 
+static inline int tag_bad(const unsigned char *p, size_t n)
+{
+    return p[n / 2] != p[0] || p[n - 1] != p[0];
+}
+
 static void *churn_thread(void *varg)
 {
     churn_arg_t *a = varg;
+    const churn_shape_t *sh = a->shape;
     rng_t r;
     rng_seed(&r, 1000 + a->id);
-    unsigned char *slot[CHURN_SLOTS];
-    size_t len[CHURN_SLOTS];
+    unsigned char *slot[sh->slots];
+    size_t len[sh->slots];
     uint64_t sum = 0;
     int bad = 0;
 
     /* Fill the working set before the timed loop. */
-    for (size_t i = 0; i < CHURN_SLOTS; i++) {
-        len[i] = rng_logsize(&r, 3, 15);              /* 8 B .. 32 KiB-1 */
+    for (size_t i = 0; i < sh->slots; i++) {
+        len[i] = rng_logsize(&r, sh->lo_shift, sh->hi_shift);
         slot[i] = malloc(len[i]);
         if (!slot[i])
             die("churn: malloc failed");
@@ -237,13 +252,12 @@ static void *churn_thread(void *varg)
     pthread_barrier_wait(&g_start);
 
     for (long op = 0; op < a->ops; op++) {
-        size_t i = rng_below(&r, CHURN_SLOTS);
+        size_t i = rng_below(&r, sh->slots);
         unsigned char *old = slot[i];
-        unsigned char t = old[0];
-        bad |= old[len[i] - 1] != t;
-        sum += t;
+        bad |= tag_bad(old, len[i]);
+        sum += old[0];
         free(old);
-        size_t n = rng_logsize(&r, 3, 15);
+        size_t n = rng_logsize(&r, sh->lo_shift, sh->hi_shift);
         unsigned char *p = malloc(n);
         if (!p)
             die("churn: malloc failed");
@@ -252,23 +266,23 @@ static void *churn_thread(void *varg)
         slot[i] = p;
         len[i] = n;
     }
-    for (size_t i = 0; i < CHURN_SLOTS; i++)
+    for (size_t i = 0; i < sh->slots; i++)
         free(slot[i]);
     a->sum = sum;
     a->bad = bad;
     return NULL;
 }
 
-static int run_churn(int argc, char **argv)
+/* Run `threads` churns of the given shape together and print the line;
+ * `extra` is appended to it (" key=value..."). */
+static int run_churn_shape(const churn_shape_t *sh, long threads, long ops, const char *extra)
 {
-    long threads = parse_range(argv[0], "THREADS", 1, 64);
-    long ops = argc > 1 ? parse_range(argv[1], "OPS_PER_THREAD", 1, MAX_OPS) : 2000000;
     pthread_t tid[64];
     churn_arg_t arg[64];
     pthread_barrier_init(&g_start, NULL, (unsigned)threads + 1);
     long rss0 = rss_kb();
     for (long t = 0; t < threads; t++) {
-        arg[t] = (churn_arg_t){.id = (unsigned)t, .ops = ops};
+        arg[t] = (churn_arg_t){.shape = sh, .id = (unsigned)t, .ops = ops};
         if (pthread_create(&tid[t], NULL, churn_thread, &arg[t]))
             die("pthread_create failed");
     }
@@ -285,12 +299,65 @@ static int run_churn(int argc, char **argv)
     long rss1 = rss_kb();
     if (bad)
         die("churn: a block's tag changed (heap corruption)");
-    printf("workload=churn threads=%ld ops=%ld seconds=%.6f ns_per_op=%.2f "
-           "rss_before_kb=%ld rss_after_free_kb=%ld sizes=log-uniform:8-32767 "
-           "slots=%d checksum=%llu%s\n",
-           threads, threads * ops, secs, secs * 1e9 / (double)ops, rss0, rss1,
-           CHURN_SLOTS, (unsigned long long)sum, g_preload_note);
+    printf("workload=%s threads=%ld ops=%ld seconds=%.6f ns_per_op=%.2f "
+           "rss_before_kb=%ld rss_after_free_kb=%ld sizes=log-uniform:%zu-%zu "
+           "slots=%u checksum=%llu%s%s\n",
+           sh->name, threads, threads * ops, secs, secs * 1e9 / (double)ops, rss0, rss1,
+           (size_t)1 << sh->lo_shift, ((size_t)1 << sh->hi_shift) - 1, sh->slots,
+           (unsigned long long)sum, extra, g_preload_note);
     return 0;
+}
+
+static int run_churn(int argc, char **argv)
+{
+    static const churn_shape_t shape = {"churn", 2000, 3, 15};   /* 8 B .. 32 KiB-1 */
+    long threads = parse_range(argv[0], "THREADS", 1, 64);
+    long ops = argc > 1 ? parse_range(argv[1], "OPS_PER_THREAD", 1, MAX_OPS) : 2000000;
+    return run_churn_shape(&shape, threads, ops, "");
+}
+
+/* A power-of-two size in bytes, with an optional K, M or G suffix (binary);
+ * returns its log2. */
+static unsigned parse_pow2(const char *s, const char *what, unsigned min_shift, unsigned max_shift)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    unsigned shift = 0;
+    if (*end && !end[1])
+        shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 64;
+    else if (*end)
+        shift = 64;
+    if (!errno && end != s && *s != '-' && shift < 64 && v && !(v & (v - 1))) {
+        unsigned k = shift + (unsigned)__builtin_ctzll(v);
+        if (k >= min_shift && k <= max_shift)
+            return k;
+    }
+    char want[96];
+    snprintf(want, sizeof want, "must be a power of two from %llu to %lluG bytes (K, M, G allowed), not",
+             1ull << min_shift, 1ull << (max_shift - 30));
+    usage_error(what, s, want);
+    return 0;
+}
+
+static int run_medium_churn(int argc, char **argv)
+{
+    static churn_shape_t shape = {"medium-churn", 64, 0, 0};
+    long threads = parse_range(argv[0], "THREADS", 1, 64);
+    shape.lo_shift = parse_pow2(argv[1], "LO", 3, 30);
+    shape.hi_shift = parse_pow2(argv[2], "HI", 4, 31);
+    if (shape.lo_shift >= shape.hi_shift)
+        usage_error("HI", argv[2], "must be above LO, not");
+    long ops = argc > 3 ? parse_range(argv[3], "OPS_PER_THREAD", 1, MAX_OPS) : 100000;
+    return run_churn_shape(&shape, threads, ops, "");
+}
+
+static int run_large_churn(int argc, char **argv)
+{
+    static const churn_shape_t shape = {"large-churn", 16, 22, 25};   /* 4 MiB .. 32 MiB-1 */
+    long threads = parse_range(argv[0], "THREADS", 1, 64);
+    long ops = argc > 1 ? parse_range(argv[1], "OPS_PER_THREAD", 1, MAX_OPS) : 20000;
+    return run_churn_shape(&shape, threads, ops, "");
 }
 
 /* ------------------------------------------------------------------ batch */
@@ -575,6 +642,8 @@ static const struct {
     {"batch", "[ROUNDS]", 0, 1, run_batch},
     {"prodcons", "[ITEMS [same|split|free]]", 0, 2, run_prodcons},
     {"memreturn", "[MIB [SETTLE_MS]]", 0, 2, run_memreturn},
+    {"medium-churn", "THREADS LO HI [OPS_PER_THREAD]", 3, 4, run_medium_churn},
+    {"large-churn", "THREADS [OPS_PER_THREAD]", 1, 2, run_large_churn},
 };
 #define NWORKLOADS (sizeof WORKLOADS / sizeof WORKLOADS[0])
 
