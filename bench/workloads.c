@@ -360,6 +360,87 @@ static int run_large_churn(int argc, char **argv)
     return run_churn_shape(&shape, threads, ops, "");
 }
 
+/* ----------------------------------------------------------- realloc-grow */
+
+#define PAGE 4096
+
+/* The byte written at the start of the k-th 4 KiB page of a block (never 0,
+ * so a page that came back zeroed is caught). */
+static inline unsigned char page_tag(uint64_t seed, size_t k)
+{
+    return (unsigned char)(1 + (seed + k) % 251);
+}
+
+/* Seconds as a decimal number in (0, max]. */
+static double parse_seconds(const char *s, const char *what, double max)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v > 0 && v <= max)) {
+        char want[96];
+        snprintf(want, sizeof want, "must be a number of seconds above 0 and at most %g, not", max);
+        usage_error(what, s, want);
+    }
+    return v;
+}
+
+/* One block grown from 16 B to MAX_MIB by realloc: +4 KiB a step (`add`)
+ * or x1.5 a step (`mul`). Each new 4 KiB page gets a byte as the block
+ * grows; after every step the first and the last written byte must have
+ * survived (a move copies them), and at the end all of them. An allocator
+ * that copies the whole block on every `add` step needs time quadratic in
+ * the size, so the run stops at LIMIT_S seconds with finished=0 and the
+ * size it reached. */
+static int run_realloc_grow(int argc, char **argv)
+{
+    static const char *const steps_of[] = {"add", "mul", NULL};
+    int mul = parse_choice(argv[0], "STEP", steps_of);
+    size_t max = (size_t)(argc > 1 ? parse_range(argv[1], "MAX_MIB", 1, 1L << 20) : 256) << 20;
+    double limit = argc > 2 ? parse_seconds(argv[2], "LIMIT_S", 3600) : 60;
+    long rss0 = rss_kb();
+    double t0 = now_s(), deadline = t0 + limit;
+    size_t size = 16, pages = 1;
+    long steps = 0, moves = 0;
+    int bad = 0, finished = 1;
+    unsigned char *p = malloc(size);
+    if (!p)
+        die("realloc-grow: malloc failed");
+    p[0] = page_tag(0, 0);
+    while (size < max) {
+        size_t want = mul ? size + size / 2 : size + PAGE;
+        if (want > max)
+            want = max;
+        unsigned char *q = realloc(p, want);
+        if (!q)
+            die("realloc-grow: realloc failed");
+        moves += q != p;
+        p = q;
+        size = want;
+        steps++;
+        bad |= p[0] != page_tag(0, 0) || p[(pages - 1) * PAGE] != page_tag(0, pages - 1);
+        for (; pages * PAGE < size; pages++)
+            p[pages * PAGE] = page_tag(0, pages);
+        if (now_s() > deadline) {
+            finished = 0;
+            break;
+        }
+    }
+    for (size_t k = 0; k < pages; k++)
+        bad |= p[k * PAGE] != page_tag(0, k);
+    free(p);
+    double secs = now_s() - t0;
+    long rss1 = rss_kb();
+    if (bad)
+        die("realloc-grow: a byte written before a realloc changed (heap corruption)");
+    printf("workload=realloc-grow threads=1 ops=%ld seconds=%.6f ns_per_op=%.2f step=%s "
+           "steps=%ld moves=%ld finished=%d reached_bytes=%zu max_bytes=%zu limit_s=%g "
+           "rss_before_kb=%ld rss_after_free_kb=%ld%s\n",
+           steps, secs, secs * 1e9 / (double)(steps ? steps : 1), steps_of[mul], steps, moves,
+           finished, size, max, limit, rss0, rss1, g_preload_note);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ batch */
 
 #define BATCH 128
@@ -644,6 +725,7 @@ static const struct {
     {"memreturn", "[MIB [SETTLE_MS]]", 0, 2, run_memreturn},
     {"medium-churn", "THREADS LO HI [OPS_PER_THREAD]", 3, 4, run_medium_churn},
     {"large-churn", "THREADS [OPS_PER_THREAD]", 1, 2, run_large_churn},
+    {"realloc-grow", "add|mul [MAX_MIB [LIMIT_S]]", 1, 3, run_realloc_grow},
 };
 #define NWORKLOADS (sizeof WORKLOADS / sizeof WORKLOADS[0])
 
