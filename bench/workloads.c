@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -172,6 +173,29 @@ static int parse_choice(const char *s, const char *what, const char *const *choi
     return -1;
 }
 
+/* The end of a workload. If its data check failed (`corrupt` names what
+ * changed), exit 1. Else print the result line: the keys every workload has
+ * (ns_per_op is per op of one thread, ops_each of them), then its own
+ * (fmt gives " key=value" pairs), then preload_mapped. */
+static int report(const char *corrupt, long threads, long ops, long ops_each, double secs,
+                  long rss0, const char *fmt, ...)
+{
+    long rss1 = rss_kb();
+    if (corrupt) {
+        fprintf(stderr, "workloads: %s: %s (heap corruption)\n", g_name, corrupt);
+        exit(1);
+    }
+    printf("workload=%s threads=%ld ops=%ld seconds=%.6f ns_per_op=%.2f "
+           "rss_before_kb=%ld rss_after_free_kb=%ld",
+           g_name, threads, ops, secs, secs * 1e9 / (double)(ops_each ? ops_each : 1), rss0, rss1);
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("%s\n", g_preload_note);
+    return 0;
+}
+
 /* Upper bound on op counts: far beyond any real run, and small enough that
  * threads * ops and ops * 1e9 stay exact. */
 #define MAX_OPS (1L << 40)
@@ -204,7 +228,6 @@ static pthread_barrier_t g_start;
  * its place. churn, medium-churn, large-churn and pinned are churns of
  * different shapes. */
 typedef struct {
-    const char *name;
     unsigned slots, lo_shift, hi_shift;
 } churn_shape_t;
 
@@ -295,22 +318,15 @@ static int run_churn_shape(const churn_shape_t *sh, long threads, long ops, cons
         sum += arg[t].sum;
         bad |= arg[t].bad;
     }
-    double secs = now_s() - t0;
-    long rss1 = rss_kb();
-    if (bad)
-        die("churn: a block's tag changed (heap corruption)");
-    printf("workload=%s threads=%ld ops=%ld seconds=%.6f ns_per_op=%.2f "
-           "rss_before_kb=%ld rss_after_free_kb=%ld sizes=log-uniform:%zu-%zu "
-           "slots=%u checksum=%llu%s%s\n",
-           sh->name, threads, threads * ops, secs, secs * 1e9 / (double)ops, rss0, rss1,
-           (size_t)1 << sh->lo_shift, ((size_t)1 << sh->hi_shift) - 1, sh->slots,
-           (unsigned long long)sum, extra, g_preload_note);
-    return 0;
+    return report(bad ? "a block's tag changed" : NULL, threads, threads * ops, ops,
+                  now_s() - t0, rss0, " sizes=log-uniform:%zu-%zu slots=%u checksum=%llu%s",
+                  (size_t)1 << sh->lo_shift, ((size_t)1 << sh->hi_shift) - 1, sh->slots,
+                  (unsigned long long)sum, extra);
 }
 
 static int run_churn(int argc, char **argv)
 {
-    static const churn_shape_t shape = {"churn", 2000, 3, 15};   /* 8 B .. 32 KiB-1 */
+    static const churn_shape_t shape = {2000, 3, 15};   /* 8 B .. 32 KiB-1 */
     long threads = parse_range(argv[0], "THREADS", 1, 64);
     long ops = argc > 1 ? parse_range(argv[1], "OPS_PER_THREAD", 1, MAX_OPS) : 2000000;
     return run_churn_shape(&shape, threads, ops, "");
@@ -342,7 +358,7 @@ static unsigned parse_pow2(const char *s, const char *what, unsigned min_shift, 
 
 static int run_medium_churn(int argc, char **argv)
 {
-    static churn_shape_t shape = {"medium-churn", 64, 0, 0};
+    static churn_shape_t shape = {64, 0, 0};
     long threads = parse_range(argv[0], "THREADS", 1, 64);
     shape.lo_shift = parse_pow2(argv[1], "LO", 3, 30);
     shape.hi_shift = parse_pow2(argv[2], "HI", 4, 31);
@@ -354,7 +370,7 @@ static int run_medium_churn(int argc, char **argv)
 
 static int run_large_churn(int argc, char **argv)
 {
-    static const churn_shape_t shape = {"large-churn", 16, 22, 25};   /* 4 MiB .. 32 MiB-1 */
+    static const churn_shape_t shape = {16, 22, 25};   /* 4 MiB .. 32 MiB-1 */
     long threads = parse_range(argv[0], "THREADS", 1, 64);
     long ops = argc > 1 ? parse_range(argv[1], "OPS_PER_THREAD", 1, MAX_OPS) : 20000;
     return run_churn_shape(&shape, threads, ops, "");
@@ -429,16 +445,10 @@ static int run_realloc_grow(int argc, char **argv)
     for (size_t k = 0; k < pages; k++)
         bad |= p[k * PAGE] != page_tag(0, k);
     free(p);
-    double secs = now_s() - t0;
-    long rss1 = rss_kb();
-    if (bad)
-        die("realloc-grow: a byte written before a realloc changed (heap corruption)");
-    printf("workload=realloc-grow threads=1 ops=%ld seconds=%.6f ns_per_op=%.2f step=%s "
-           "steps=%ld moves=%ld finished=%d reached_bytes=%zu max_bytes=%zu limit_s=%g "
-           "rss_before_kb=%ld rss_after_free_kb=%ld%s\n",
-           steps, secs, secs * 1e9 / (double)(steps ? steps : 1), steps_of[mul], steps, moves,
-           finished, size, max, limit, rss0, rss1, g_preload_note);
-    return 0;
+    return report(bad ? "a byte written before a realloc changed" : NULL, 1, steps, steps,
+                  now_s() - t0, rss0, " step=%s steps=%ld moves=%ld finished=%d "
+                  "reached_bytes=%zu max_bytes=%zu limit_s=%g",
+                  steps_of[mul], steps, moves, finished, size, max, limit);
 }
 
 /* ------------------------------------------------------------------ batch */
@@ -467,15 +477,10 @@ static int run_batch(int argc, char **argv)
         }
     }
     double secs = now_s() - t0;
-    long rss1 = rss_kb();
     uint64_t want = (uint64_t)rounds * (BATCH * (BATCH - 1) / 2);
-    if (sum != want)
-        die("batch: a block's byte changed (heap corruption)");
     long ops = rounds * BATCH;
-    printf("workload=batch threads=1 ops=%ld seconds=%.6f ns_per_op=%.2f "
-           "rss_before_kb=%ld rss_after_free_kb=%ld batch=%d size=8%s\n",
-           ops, secs, secs * 1e9 / (double)ops, rss0, rss1, BATCH, g_preload_note);
-    return 0;
+    return report(sum != want ? "a block's byte changed" : NULL, 1, ops, ops, secs, rss0,
+                  " batch=%d size=8", BATCH);
 }
 
 /* --------------------------------------------------------------- prodcons */
@@ -605,15 +610,10 @@ static int run_prodcons(int argc, char **argv)
     pthread_join(tp, NULL);
     pthread_join(tc, NULL);
     double secs = now_s() - t0;
-    long rss1 = rss_kb();
-    if (arg.bad || arg.sum != (uint64_t)items * (uint64_t)(items - 1) / 2)
-        die("prodcons: a block arrived changed or out of order");
-    printf("workload=prodcons threads=2 ops=%ld seconds=%.6f ns_per_op=%.2f "
-           "rss_before_kb=%ld rss_after_free_kb=%ld sizes=uniform:16-512 ring=%dx%d "
-           "placement=%s%s\n",
-           items, secs, secs * 1e9 / (double)items, rss0, rss1, RING, PC_BATCH,
-           placement, g_preload_note);
-    return 0;
+    int bad = arg.bad || arg.sum != (uint64_t)items * (uint64_t)(items - 1) / 2;
+    return report(bad ? "a block arrived changed or out of order" : NULL, 2, items, items,
+                  secs, rss0, " sizes=uniform:16-512 ring=%dx%d placement=%s",
+                  RING, PC_BATCH, placement);
 }
 
 /* -------------------------------------------------------------- memreturn */
