@@ -218,8 +218,61 @@ static void pin_self(unsigned n)
     }
 }
 
-/* A barrier so that all threads start the timed part together. */
+/* Timing of threaded workloads. The threads wait for each other at a
+ * barrier, then each notes when it starts and when it ends; the run lasts
+ * from the first start to the last end. (Timed in main after the barrier,
+ * a run started late whenever main woke up after a worker had gone ahead:
+ * by up to the whole of a short run.) */
+#define MAX_THREADS 64
 static pthread_barrier_t g_start;
+static double g_began[MAX_THREADS], g_ended[MAX_THREADS];
+
+static void start_together(unsigned id)
+{
+    pthread_barrier_wait(&g_start);
+    g_began[id] = now_s();
+}
+
+static void note_end(unsigned id)
+{
+    g_ended[id] = now_s();
+}
+
+typedef void (*thread_fn)(unsigned id, void *arg);
+typedef struct { thread_fn fn; unsigned id; void *arg; } thread_start_t;
+
+static void *thread_main(void *v)
+{
+    thread_start_t *s = v;
+    s->fn(s->id, s->arg);
+    return NULL;
+}
+
+/* Run fn(id, arg + id * stride) in n threads (id 0..n-1, n >= 1), or in
+ * the calling thread when n is 0 (as id 0); each calls start_together()
+ * after its setup and note_end() when done. Returns the run's seconds. */
+static double run_threads(unsigned n, thread_fn fn, void *arg, size_t stride)
+{
+    pthread_t tid[MAX_THREADS];
+    thread_start_t start[MAX_THREADS];
+    pthread_barrier_init(&g_start, NULL, n ? n : 1);
+    if (!n)
+        fn(0, arg);
+    for (unsigned i = 0; i < n; i++) {
+        start[i] = (thread_start_t){fn, i, (char *)arg + i * stride};
+        if (pthread_create(&tid[i], NULL, thread_main, &start[i]))
+            die("pthread_create failed");
+    }
+    for (unsigned i = 0; i < n; i++)
+        pthread_join(tid[i], NULL);
+    pthread_barrier_destroy(&g_start);
+    double first = g_began[0], last = g_ended[0];
+    for (unsigned i = 1; i < n; i++) {
+        first = g_began[i] < first ? g_began[i] : first;
+        last = g_ended[i] > last ? g_ended[i] : last;
+    }
+    return last - first;
+}
 
 /* ------------------------------------------------------------------ churn */
 
@@ -233,7 +286,6 @@ typedef struct {
 
 typedef struct {
     const churn_shape_t *shape;
-    unsigned id;
     long ops;
     uint64_t sum;
     int bad;
@@ -253,12 +305,12 @@ static inline int tag_bad(const unsigned char *p, size_t n)
     return p[n / 2] != p[0] || p[n - 1] != p[0];
 }
 
-static void *churn_thread(void *varg)
+static void churn_thread(unsigned id, void *varg)
 {
     churn_arg_t *a = varg;
     const churn_shape_t *sh = a->shape;
     rng_t r;
-    rng_seed(&r, 1000 + a->id);
+    rng_seed(&r, 1000 + id);
     unsigned char *slot[sh->slots];
     size_t len[sh->slots];
     uint64_t sum = 0;
@@ -272,7 +324,7 @@ static void *churn_thread(void *varg)
             die("churn: malloc failed");
         tag_block(slot[i], len[i], (unsigned char)i);
     }
-    pthread_barrier_wait(&g_start);
+    start_together(id);
 
     for (long op = 0; op < a->ops; op++) {
         size_t i = rng_below(&r, sh->slots);
@@ -291,35 +343,27 @@ static void *churn_thread(void *varg)
     }
     for (size_t i = 0; i < sh->slots; i++)
         free(slot[i]);
+    note_end(id);
     a->sum = sum;
     a->bad = bad;
-    return NULL;
 }
 
 /* Run `threads` churns of the given shape together and print the line;
  * `extra` is appended to it (" key=value..."). */
 static int run_churn_shape(const churn_shape_t *sh, long threads, long ops, const char *extra)
 {
-    pthread_t tid[64];
-    churn_arg_t arg[64];
-    pthread_barrier_init(&g_start, NULL, (unsigned)threads + 1);
+    churn_arg_t arg[MAX_THREADS];
+    for (long t = 0; t < threads; t++)
+        arg[t] = (churn_arg_t){.shape = sh, .ops = ops};
     long rss0 = rss_kb();
-    for (long t = 0; t < threads; t++) {
-        arg[t] = (churn_arg_t){.shape = sh, .id = (unsigned)t, .ops = ops};
-        if (pthread_create(&tid[t], NULL, churn_thread, &arg[t]))
-            die("pthread_create failed");
-    }
-    pthread_barrier_wait(&g_start);
-    double t0 = now_s();
+    double secs = run_threads((unsigned)threads, churn_thread, arg, sizeof arg[0]);
     uint64_t sum = 0;
     int bad = 0;
     for (long t = 0; t < threads; t++) {
-        pthread_join(tid[t], NULL);
         sum += arg[t].sum;
         bad |= arg[t].bad;
     }
-    return report(bad ? "a block's tag changed" : NULL, threads, threads * ops, ops,
-                  now_s() - t0, rss0, " sizes=log-uniform:%zu-%zu slots=%u checksum=%llu%s",
+    return report(bad ? "a block's tag changed" : NULL, threads, threads * ops, ops, secs, rss0, " sizes=log-uniform:%zu-%zu slots=%u checksum=%llu%s",
                   (size_t)1 << sh->lo_shift, ((size_t)1 << sh->hi_shift) - 1, sh->slots,
                   (unsigned long long)sum, extra);
 }
@@ -327,7 +371,7 @@ static int run_churn_shape(const churn_shape_t *sh, long threads, long ops, cons
 static int run_churn(int argc, char **argv)
 {
     static const churn_shape_t shape = {2000, 3, 15};   /* 8 B .. 32 KiB-1 */
-    long threads = parse_range(argv[0], "THREADS", 1, 64);
+    long threads = parse_range(argv[0], "THREADS", 1, MAX_THREADS);
     long ops = argc > 1 ? parse_range(argv[1], "OPS_PER_THREAD", 1, MAX_OPS) : 2000000;
     return run_churn_shape(&shape, threads, ops, "");
 }
@@ -359,7 +403,7 @@ static unsigned parse_pow2(const char *s, const char *what, unsigned min_shift, 
 static int run_medium_churn(int argc, char **argv)
 {
     static churn_shape_t shape = {64, 0, 0};
-    long threads = parse_range(argv[0], "THREADS", 1, 64);
+    long threads = parse_range(argv[0], "THREADS", 1, MAX_THREADS);
     shape.lo_shift = parse_pow2(argv[1], "LO", 3, 30);
     shape.hi_shift = parse_pow2(argv[2], "HI", 4, 31);
     if (shape.lo_shift >= shape.hi_shift)
@@ -371,7 +415,7 @@ static int run_medium_churn(int argc, char **argv)
 static int run_large_churn(int argc, char **argv)
 {
     static const churn_shape_t shape = {16, 22, 25};   /* 4 MiB .. 32 MiB-1 */
-    long threads = parse_range(argv[0], "THREADS", 1, 64);
+    long threads = parse_range(argv[0], "THREADS", 1, MAX_THREADS);
     long ops = argc > 1 ? parse_range(argv[1], "OPS_PER_THREAD", 1, MAX_OPS) : 20000;
     return run_churn_shape(&shape, threads, ops, "");
 }
@@ -522,14 +566,13 @@ static inline void backoff(unsigned *spins)
     }
 }
 
-static void *producer(void *varg)
+static void producer(pc_arg_t *a)
 {
-    pc_arg_t *a = varg;
     rng_t r;
     rng_seed(&r, 7);
     if (a->pin_producer >= 0)
         pin_self((unsigned)a->pin_producer);
-    pthread_barrier_wait(&g_start);
+    start_together(0);
     size_t head = 0;
     long i = 0;
     while (i < a->items) {
@@ -549,15 +592,14 @@ static void *producer(void *varg)
         }
         atomic_store_explicit(&g_ring.head, ++head, memory_order_release);
     }
-    return NULL;
+    note_end(0);
 }
 
-static void *consumer(void *varg)
+static void consumer(pc_arg_t *a)
 {
-    pc_arg_t *a = varg;
     if (a->pin_consumer >= 0)
         pin_self((unsigned)a->pin_consumer);
-    pthread_barrier_wait(&g_start);
+    start_together(1);
     size_t tail = 0;
     uint64_t sum = 0;
     int bad = 0;
@@ -577,9 +619,15 @@ static void *consumer(void *varg)
         }
         atomic_store_explicit(&g_ring.tail, ++tail, memory_order_release);
     }
+    note_end(1);
     a->sum = sum;
     a->bad = bad;
-    return NULL;
+}
+
+/* Thread 0 produces, thread 1 consumes. */
+static void prodcons_thread(unsigned id, void *a)
+{
+    (id ? consumer : producer)(a);
 }
 
 static int run_prodcons(int argc, char **argv)
@@ -600,16 +648,8 @@ static int run_prodcons(int argc, char **argv)
     int pin_p = pin_p_of[pl], pin_c = pin_c_of[pl];
     items = (items + PC_BATCH - 1) / PC_BATCH * PC_BATCH;
     pc_arg_t arg = {.items = items, .pin_producer = pin_p, .pin_consumer = pin_c};
-    pthread_t tp, tc;
-    pthread_barrier_init(&g_start, NULL, 3);
     long rss0 = rss_kb();
-    if (pthread_create(&tc, NULL, consumer, &arg) || pthread_create(&tp, NULL, producer, &arg))
-        die("pthread_create failed");
-    pthread_barrier_wait(&g_start);
-    double t0 = now_s();
-    pthread_join(tp, NULL);
-    pthread_join(tc, NULL);
-    double secs = now_s() - t0;
+    double secs = run_threads(2, prodcons_thread, &arg, 0);
     int bad = arg.bad || arg.sum != (uint64_t)items * (uint64_t)(items - 1) / 2;
     return report(bad ? "a block arrived changed or out of order" : NULL, 2, items, items,
                   secs, rss0, " sizes=uniform:16-512 ring=%dx%d placement=%s",
