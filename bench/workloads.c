@@ -540,12 +540,78 @@ static int run_batch(int argc, char **argv)
 #define PC_BATCH 64
 
 typedef struct {
-    _Alignas(64) _Atomic size_t head;
-    _Alignas(64) _Atomic size_t tail;
+    _Alignas(64) _Atomic size_t head;   /* batches published; the producer writes it */
+    _Alignas(64) _Atomic size_t tail;   /* batches taken; the consumer writes it */
     _Alignas(64) void *slot[RING][PC_BATCH];
-} ring_t;
+} spsc_t;
 
-static ring_t g_ring;
+static spsc_t g_ring;
+
+/* Producer side: the slot to fill next, or NULL while the ring is full;
+ * spsc_publish() hands it over. */
+static inline void **spsc_slot_to_fill(spsc_t *q)
+{
+    size_t head = atomic_load_explicit(&q->head, memory_order_relaxed);
+    if (head - atomic_load_explicit(&q->tail, memory_order_acquire) >= RING)
+        return NULL;
+    return q->slot[head % RING];
+}
+
+static inline void spsc_publish(spsc_t *q)
+{
+    size_t head = atomic_load_explicit(&q->head, memory_order_relaxed);
+    atomic_store_explicit(&q->head, head + 1, memory_order_release);
+}
+
+/* Consumer side: the oldest published slot, or NULL while the ring is
+ * empty; spsc_release() gives it back. */
+static inline void **spsc_slot_to_drain(spsc_t *q)
+{
+    size_t tail = atomic_load_explicit(&q->tail, memory_order_relaxed);
+    if (atomic_load_explicit(&q->head, memory_order_acquire) == tail)
+        return NULL;
+    return q->slot[tail % RING];
+}
+
+static inline void spsc_release(spsc_t *q)
+{
+    size_t tail = atomic_load_explicit(&q->tail, memory_order_relaxed);
+    atomic_store_explicit(&q->tail, tail + 1, memory_order_release);
+}
+
+/* Fill a batch with new blocks of uniform 16..512 B numbered seq, seq+1,
+ * ...: the number in the first word, the size in the second (so the
+ * receiver finds the end), the number's low byte in the last byte. */
+static void fill_batch(void **batch, rng_t *r, uint32_t seq)
+{
+    for (int k = 0; k < PC_BATCH; k++, seq++) {
+        size_t n = 16 + rng_below(r, 512 - 16 + 1);
+        uint32_t *p = malloc(n);
+        if (!p)
+            die("malloc failed");
+        p[0] = seq;
+        p[1] = (uint32_t)n;
+        ((unsigned char *)p)[n - 1] = (unsigned char)seq;
+        batch[k] = p;
+    }
+}
+
+/* Check and free a batch that fill_batch(batch, .., seq) filled; adds the
+ * numbers to *sum and returns nonzero if a block changed or came out of
+ * order. */
+static int drain_batch(void **batch, uint32_t seq, uint64_t *sum)
+{
+    int bad = 0;
+    for (int k = 0; k < PC_BATCH; k++, seq++) {
+        uint32_t *p = batch[k];
+        size_t n = p[1];
+        bad |= p[0] != seq || n < 16 || n > 512;
+        bad |= ((unsigned char *)p)[n - 1] != (unsigned char)seq;
+        *sum += p[0];
+        free(p);
+    }
+    return bad;
+}
 
 typedef struct {
     long items;                /* a multiple of PC_BATCH */
@@ -573,24 +639,13 @@ static void producer(pc_arg_t *a)
     if (a->pin_producer >= 0)
         pin_self((unsigned)a->pin_producer);
     start_together(0);
-    size_t head = 0;
-    long i = 0;
-    while (i < a->items) {
+    for (long i = 0; i < a->items; i += PC_BATCH) {
         unsigned spins = 0;
-        while (head - atomic_load_explicit(&g_ring.tail, memory_order_acquire) >= RING)
+        void **batch;
+        while (!(batch = spsc_slot_to_fill(&g_ring)))
             backoff(&spins);
-        void **batch = g_ring.slot[head % RING];
-        for (int k = 0; k < PC_BATCH; k++, i++) {
-            size_t n = 16 + rng_below(&r, 512 - 16 + 1);   /* uniform 16..512 B */
-            uint32_t *p = malloc(n);
-            if (!p)
-                die("prodcons: malloc failed");
-            p[0] = (uint32_t)i;                          /* sequence number */
-            p[1] = (uint32_t)n;                          /* lets the consumer find the end */
-            ((unsigned char *)p)[n - 1] = (unsigned char)i;
-            batch[k] = p;
-        }
-        atomic_store_explicit(&g_ring.head, ++head, memory_order_release);
+        fill_batch(batch, &r, (uint32_t)i);
+        spsc_publish(&g_ring);
     }
     note_end(0);
 }
@@ -600,24 +655,15 @@ static void consumer(pc_arg_t *a)
     if (a->pin_consumer >= 0)
         pin_self((unsigned)a->pin_consumer);
     start_together(1);
-    size_t tail = 0;
     uint64_t sum = 0;
     int bad = 0;
-    long i = 0;
-    while (i < a->items) {
+    for (long i = 0; i < a->items; i += PC_BATCH) {
         unsigned spins = 0;
-        while (atomic_load_explicit(&g_ring.head, memory_order_acquire) == tail)
+        void **batch;
+        while (!(batch = spsc_slot_to_drain(&g_ring)))
             backoff(&spins);
-        void **batch = g_ring.slot[tail % RING];
-        for (int k = 0; k < PC_BATCH; k++, i++) {
-            uint32_t *p = batch[k];
-            size_t n = p[1];
-            bad |= p[0] != (uint32_t)i || n < 16 || n > 512;
-            bad |= ((unsigned char *)p)[n - 1] != (unsigned char)i;
-            sum += p[0];
-            free(p);
-        }
-        atomic_store_explicit(&g_ring.tail, ++tail, memory_order_release);
+        bad |= drain_batch(batch, (uint32_t)i, &sum);
+        spsc_release(&g_ring);
     }
     note_end(1);
     a->sum = sum;
@@ -654,6 +700,87 @@ static int run_prodcons(int argc, char **argv)
     return report(bad ? "a block arrived changed or out of order" : NULL, 2, items, items,
                   secs, rss0, " sizes=uniform:16-512 ring=%dx%d placement=%s",
                   RING, PC_BATCH, placement);
+}
+
+/* ------------------------------------------------------------------- ring */
+
+/* T threads in a ring: thread t mallocs blocks and sends them, a batch at a
+ * time, through queue t to thread t+1, which frees them, so every free is
+ * a remote free and every thread is both a producer and a consumer. A
+ * thread alternates between filling a batch (while its outgoing queue has
+ * room) and draining one (while its incoming queue has one), and backs off
+ * politely when it can do neither. */
+#define RING_MAX_THREADS 16
+static spsc_t g_queue[RING_MAX_THREADS];
+
+typedef struct {
+    unsigned threads;
+    long items;                /* per thread, a multiple of PC_BATCH */
+    int pin;                   /* 0: all on the first CPU, 1: thread t on CPU t, -1: not pinned */
+    uint64_t sum;
+    int bad;
+} ring_arg_t;
+
+static void ring_thread(unsigned id, void *varg)
+{
+    ring_arg_t *a = varg;
+    if (a->pin >= 0)
+        pin_self(a->pin ? id : 0);
+    rng_t r;
+    rng_seed(&r, 7 + id);
+    spsc_t *out = &g_queue[id], *in = &g_queue[(id + a->threads - 1) % a->threads];
+    long sent = 0, got = 0;
+    uint64_t sum = 0;
+    int bad = 0;
+    unsigned spins = 0;
+    start_together(id);
+    while (sent < a->items || got < a->items) {
+        int moved = 0;
+        void **batch;
+        if (sent < a->items && (batch = spsc_slot_to_fill(out))) {
+            fill_batch(batch, &r, (uint32_t)sent);
+            spsc_publish(out);
+            sent += PC_BATCH;
+            moved = 1;
+        }
+        if (got < a->items && (batch = spsc_slot_to_drain(in))) {
+            bad |= drain_batch(batch, (uint32_t)got, &sum);
+            spsc_release(in);
+            got += PC_BATCH;
+            moved = 1;
+        }
+        if (moved)
+            spins = 0;
+        else
+            backoff(&spins);
+    }
+    note_end(id);
+    a->sum = sum;
+    a->bad = bad;
+}
+
+static int run_ring(int argc, char **argv)
+{
+    long threads = parse_range(argv[0], "THREADS", 2, RING_MAX_THREADS);
+    long items = argc > 1 ? parse_range(argv[1], "ITEMS_PER_THREAD", 1, UINT32_MAX - PC_BATCH) : 1000000;
+    /* Placement: see bench/README.md. `same` (all threads on one CPU, taking
+     * turns) is the steady one on a shared 2-CPU machine, as for prodcons. */
+    const char *placement = argc > 2 ? argv[2] : "same";
+    static const char *const places[] = {"same", "split", "free", NULL};
+    static const int pin_of[] = {0, 1, -1};
+    int pin = pin_of[parse_choice(placement, "PLACEMENT", places)];
+    items = (items + PC_BATCH - 1) / PC_BATCH * PC_BATCH;
+    ring_arg_t arg[RING_MAX_THREADS];
+    for (long t = 0; t < threads; t++)
+        arg[t] = (ring_arg_t){.threads = (unsigned)threads, .items = items, .pin = pin};
+    long rss0 = rss_kb();
+    double secs = run_threads((unsigned)threads, ring_thread, arg, sizeof arg[0]);
+    int bad = 0;
+    for (long t = 0; t < threads; t++)
+        bad |= arg[t].bad || arg[t].sum != (uint64_t)items * (uint64_t)(items - 1) / 2;
+    return report(bad ? "a block arrived changed or out of order" : NULL, threads,
+                  threads * items, items, secs, rss0,
+                  " sizes=uniform:16-512 ring=%dx%d placement=%s", RING, PC_BATCH, placement);
 }
 
 /* -------------------------------------------------------------- memreturn */
@@ -765,6 +892,7 @@ static const struct {
     {"memreturn", "[MIB [SETTLE_MS]]", 0, 2, run_memreturn},
     {"medium-churn", "THREADS LO HI [OPS_PER_THREAD]", 3, 4, run_medium_churn},
     {"large-churn", "THREADS [OPS_PER_THREAD]", 1, 2, run_large_churn},
+    {"ring", "THREADS [ITEMS_PER_THREAD [same|split|free]]", 1, 3, run_ring},
     {"realloc-grow", "add|mul [MAX_MIB [LIMIT_S]]", 1, 3, run_realloc_grow},
 };
 #define NWORKLOADS (sizeof WORKLOADS / sizeof WORKLOADS[0])
