@@ -495,6 +495,111 @@ static int run_realloc_grow(int argc, char **argv)
                   steps_of[mul], steps, moves, finished, size, max, limit);
 }
 
+/* ------------------------------------------------------------------- trim */
+
+/* glibc BZ 17195: in a thread's arena, glibc trimmed the heap top after
+ * every free of a large block, so the next malloc faulted every page in
+ * again (and the syscalls show it). Two loops from that report, run in a
+ * second thread (where the bug was) or in main. */
+
+/* One byte in each 4 KiB page of a block, from page_tag(seed, page). */
+static void touch_pages(unsigned char *p, size_t n, uint64_t seed)
+{
+    for (size_t k = 0; k * PAGE < n; k++)
+        p[k * PAGE] = page_tag(seed, k);
+}
+
+static int pages_bad(const unsigned char *p, size_t n, uint64_t seed)
+{
+    int bad = 0;
+    for (size_t k = 0; k * PAGE < n; k++)
+        bad |= p[k * PAGE] != page_tag(seed, k);
+    return bad;
+}
+
+typedef struct {
+    long count;                /* iterations or rounds */
+    int bad;
+} trim_arg_t;
+
+#define TRIM_FIXED_BYTES (48 * PAGE)
+
+/* malloc 48 pages, touch each, free; again and again. */
+static void trim_fixed_loop(unsigned id, void *varg)
+{
+    trim_arg_t *a = varg;
+    int bad = 0;
+    start_together(id);
+    for (long it = 0; it < a->count; it++) {
+        unsigned char *p = malloc(TRIM_FIXED_BYTES);
+        if (!p)
+            die("trim-fixed: malloc failed");
+        touch_pages(p, TRIM_FIXED_BYTES, (uint64_t)it);
+        bad |= pages_bad(p, TRIM_FIXED_BYTES, (uint64_t)it);
+        free(p);
+    }
+    note_end(id);
+    a->bad = bad;
+}
+
+#define TRIM_MIXED_BLOCKS 116
+
+static size_t trim_mixed_size(size_t i)
+{
+    return (i % 58 + 1) * PAGE;
+}
+
+/* Each round: blocks of 1..58 pages (twice each), every page touched, then
+ * every other block freed, then the rest. */
+static void trim_mixed_loop(unsigned id, void *varg)
+{
+    trim_arg_t *a = varg;
+    unsigned char *blk[TRIM_MIXED_BLOCKS];
+    int bad = 0;
+    start_together(id);
+    for (long round = 0; round < a->count; round++) {
+        uint64_t seed = (uint64_t)round * TRIM_MIXED_BLOCKS;
+        for (size_t i = 0; i < TRIM_MIXED_BLOCKS; i++) {
+            blk[i] = malloc(trim_mixed_size(i));
+            if (!blk[i])
+                die("trim-mixed: malloc failed");
+            touch_pages(blk[i], trim_mixed_size(i), seed + i);
+        }
+        for (size_t half = 0; half < 2; half++) {
+            for (size_t i = half; i < TRIM_MIXED_BLOCKS; i += 2) {
+                bad |= pages_bad(blk[i], trim_mixed_size(i), seed + i);
+                free(blk[i]);
+            }
+        }
+    }
+    note_end(id);
+    a->bad = bad;
+}
+
+/* argv: [COUNT [thread|main]]; `key` names the count (iters, rounds). */
+static int run_trim(int argc, char **argv, thread_fn loop, long dflt, long ops_per_count,
+                    const char *key, const char *count_name)
+{
+    trim_arg_t arg = {.count = argc > 0 ? parse_range(argv[0], count_name, 1, MAX_OPS / 256) : dflt};
+    static const char *const where_of[] = {"thread", "main", NULL};
+    int in_main = argc > 1 ? parse_choice(argv[1], "WHERE", where_of) : 0;
+    long rss0 = rss_kb();
+    double secs = run_threads(in_main ? 0 : 1, loop, &arg, 0);
+    long ops = arg.count * ops_per_count;
+    return report(arg.bad ? "a byte written to a page changed" : NULL, 1, ops, ops, secs, rss0,
+                  " %s=%ld where=%s", key, arg.count, where_of[in_main]);
+}
+
+static int run_trim_fixed(int argc, char **argv)
+{
+    return run_trim(argc, argv, trim_fixed_loop, 200000, 1, "iters", "ITERS");
+}
+
+static int run_trim_mixed(int argc, char **argv)
+{
+    return run_trim(argc, argv, trim_mixed_loop, 20, TRIM_MIXED_BLOCKS, "rounds", "ROUNDS");
+}
+
 /* ------------------------------------------------------------------ batch */
 
 #define BATCH 128
@@ -893,6 +998,8 @@ static const struct {
     {"medium-churn", "THREADS LO HI [OPS_PER_THREAD]", 3, 4, run_medium_churn},
     {"large-churn", "THREADS [OPS_PER_THREAD]", 1, 2, run_large_churn},
     {"ring", "THREADS [ITEMS_PER_THREAD [same|split|free]]", 1, 3, run_ring},
+    {"trim-fixed", "[ITERS [thread|main]]", 0, 2, run_trim_fixed},
+    {"trim-mixed", "[ROUNDS [thread|main]]", 0, 2, run_trim_mixed},
     {"realloc-grow", "add|mul [MAX_MIB [LIMIT_S]]", 1, 3, run_realloc_grow},
 };
 #define NWORKLOADS (sizeof WORKLOADS / sizeof WORKLOADS[0])
