@@ -4,14 +4,25 @@
  *   workloads batch [rounds]             128 x 8 B allocated, then all freed
  *   workloads prodcons [items [same|split|free]]  producer mallocs, consumer frees
  *   workloads memreturn [MiB [settle_ms]] large mixed set, free all, read RSS
+ *   workloads medium-churn T LO HI [ops]  churn of 64 blocks of LO..HI bytes
+ *   workloads large-churn T [ops]        churn of 16 blocks of 4..32 MiB
+ *   workloads ring T [items [same|split|free]]  T threads pass blocks round a ring
+ *   workloads trim-fixed [iters [thread|main]]  glibc BZ 17195: 48 pages, again and again
+ *   workloads trim-mixed [rounds [thread|main]] glibc BZ 17195: 116 blocks of 1..58 pages
+ *   workloads pinned T pinned|free [ops] T threads churning, on one CPU or all
+ *   workloads realloc-grow add|mul [max_MiB [limit_s]]  one block grown by realloc
+ *
+ * Run `workloads` alone for the exact syntax; a bad argument exits 2 with
+ * the workload's usage line.
  *
  * Every workload times itself with clock_gettime(CLOCK_MONOTONIC) and prints
  * one line of key=value pairs on stdout, e.g.
  *
  *   workload=churn threads=2 ops=4000000 seconds=0.612 rss_before_kb=...
  *
- * It calls only the standard malloc/free, so the allocator under test is
- * whatever the process resolves them to (glibc, or an LD_PRELOADed library).
+ * It calls only the standard malloc, realloc and free, so the allocator
+ * under test is whatever the process resolves them to (glibc, or an
+ * LD_PRELOADed library).
  * When LD_PRELOAD is set, the line also carries preload_mapped=1 if that
  * library really is mapped into the process (0 if ld.so skipped it), so a
  * driver can tell a silent fallback to glibc from a real measurement.
