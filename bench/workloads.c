@@ -374,7 +374,8 @@ static int run_churn_shape(const churn_shape_t *sh, long threads, long ops, cons
         sum += arg[t].sum;
         bad |= arg[t].bad;
     }
-    return report(bad ? "a block's tag changed" : NULL, threads, threads * ops, ops, secs, rss0, " sizes=log-uniform:%zu-%zu slots=%u checksum=%llu%s",
+    return report(bad ? "a block's tag changed" : NULL, threads, threads * ops, ops, secs, rss0,
+                  " sizes=log-uniform:%zu-%zu slots=%u checksum=%llu%s",
                   (size_t)1 << sh->lo_shift, ((size_t)1 << sh->hi_shift) - 1, sh->slots,
                   (unsigned long long)sum, extra);
 }
@@ -442,7 +443,8 @@ static unsigned parse_pow2(const char *s, const char *what, unsigned min_shift, 
             return k;
     }
     char want[96];
-    snprintf(want, sizeof want, "must be a power of two from %llu to %lluG bytes (K, M, G allowed), not",
+    snprintf(want, sizeof want,
+             "must be a power of two from %llu to %lluG bytes (K, M, G allowed), not",
              1ull << min_shift, 1ull << (max_shift - 30));
     usage_error(what, s, want);
     return 0;
@@ -628,7 +630,8 @@ static void trim_mixed_loop(unsigned id, void *varg)
 static int run_trim(int argc, char **argv, thread_fn loop, long dflt, long ops_per_count,
                     const char *key, const char *count_name)
 {
-    trim_arg_t arg = {.count = argc > 0 ? parse_range(argv[0], count_name, 1, MAX_OPS / 256) : dflt};
+    long count = argc > 0 ? parse_range(argv[0], count_name, 1, MAX_OPS / 256) : dflt;
+    trim_arg_t arg = {.count = count};
     static const char *const where_of[] = {"thread", "main", NULL};
     int in_main = argc > 1 ? parse_choice(argv[1], "WHERE", where_of) : 0;
     long rss0 = rss_kb();
@@ -915,7 +918,8 @@ static void ring_thread(unsigned id, void *varg)
 static int run_ring(int argc, char **argv)
 {
     long threads = parse_range(argv[0], "THREADS", 2, RING_MAX_THREADS);
-    long items = argc > 1 ? parse_range(argv[1], "ITEMS_PER_THREAD", 1, UINT32_MAX - PC_BATCH) : 1000000;
+    long items = argc > 1 ? parse_range(argv[1], "ITEMS_PER_THREAD", 1, UINT32_MAX - PC_BATCH)
+                          : 1000000;
     /* Placement: see bench/README.md. `same` (all threads on one CPU, taking
      * turns) is the steady one on a shared 2-CPU machine, as for prodcons. */
     const char *placement = argc > 2 ? argv[2] : "same";
