@@ -17,6 +17,7 @@ Exit status: 0 ok, 1 a run failed (crash, non-zero exit, timeout, missing
 output, preload not mapped), 2 usage or setup error, 3 --check failed.
 """
 import argparse
+import collections
 import csv
 import datetime
 import glob
@@ -33,26 +34,53 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 RESULTS = os.path.join(HERE, "results")
 
-# (key, label, chart label, argv after the program name) for the full and quick sizes.
-# Sized so that one glibc run takes roughly 0.3-1 s on the 2-core machine.
-WORKLOADS = {
-    "full": [
-        ("churn1", "churn, 1 thread", "churn 1T", ["churn", "1", "5000000"]),
-        ("churn2", "churn, 2 threads", "churn 2T", ["churn", "2", "5000000"]),
-        ("batch", "batch 128 x 8 B", "batch", ["batch", "500000"]),
-        ("prodcons", "prodcons, both threads on 1 CPU", "prodcons 1 CPU", ["prodcons", "12000000", "same"]),
-        ("prodcons2", "prodcons, 1 CPU each (noisy; not checked)", "prodcons 2 CPUs", ["prodcons", "2000000", "split"]),
-        ("memreturn", "memreturn (alloc+touch+free)", "memreturn time", ["memreturn", "200"]),
-    ],
-    "quick": [
-        ("churn1", "churn, 1 thread", "churn 1T", ["churn", "1", "800000"]),
-        ("churn2", "churn, 2 threads", "churn 2T", ["churn", "2", "800000"]),
-        ("batch", "batch 128 x 8 B", "batch", ["batch", "80000"]),
-        ("prodcons", "prodcons, both threads on 1 CPU", "prodcons 1 CPU", ["prodcons", "1500000", "same"]),
-        ("prodcons2", "prodcons, 1 CPU each (noisy; not checked)", "prodcons 2 CPUs", ["prodcons", "300000", "split"]),
-        ("memreturn", "memreturn (alloc+touch+free)", "memreturn time", ["memreturn", "64"]),
-    ],
-}
+# Every workload: key, label, chart label, then the argv after the program
+# name for the full run and for --quick. Full sizes are chosen so that one
+# glibc run takes roughly 0.1-1 s on the 2-core machine; quick ones are a
+# tenth or less. realloc-add's last argument is a time limit: an allocator
+# that copies the block on every step stops there (shown as DNF).
+WORKLOAD_TABLE = [
+    ("churn1", "churn, 1 thread", "churn 1T", "churn 1 5000000", "churn 1 800000"),
+    ("churn2", "churn, 2 threads", "churn 2T", "churn 2 5000000", "churn 2 800000"),
+    ("batch", "batch 128 x 8 B", "batch", "batch 500000", "batch 80000"),
+    ("prodcons", "prodcons, both threads on 1 CPU", "prodcons 1 CPU",
+     "prodcons 12000000 same", "prodcons 1500000 same"),
+    ("prodcons2", "prodcons, 1 CPU each (noisy; not checked)", "prodcons 2 CPUs",
+     "prodcons 2000000 split", "prodcons 300000 split"),
+    ("ring2", "ring, 2 threads on 1 CPU", "ring 2T", "ring 2 4000000 same", "ring 2 500000 same"),
+    ("ring4", "ring, 4 threads on 1 CPU", "ring 4T", "ring 4 2000000 same", "ring 4 250000 same"),
+    ("pinned", "pinned: 24 threads on 1 CPU", "24T on 1 CPU",
+     "pinned 24 pinned 200000", "pinned 24 pinned 20000"),
+    ("pinned-free", "pinned: 24 threads, not pinned", "24T free",
+     "pinned 24 free 200000", "pinned 24 free 20000"),
+    ("medium1-64k", "medium-churn 64 KiB-1 MiB, 1 thread", "64K-1M 1T",
+     "medium-churn 1 64K 1M 200000", "medium-churn 1 64K 1M 10000"),
+    ("medium2-64k", "medium-churn 64 KiB-1 MiB, 2 threads", "64K-1M 2T",
+     "medium-churn 2 64K 1M 200000", "medium-churn 2 64K 1M 10000"),
+    ("medium1-1m", "medium-churn 1-4 MiB, 1 thread", "1M-4M 1T",
+     "medium-churn 1 1M 4M 100000", "medium-churn 1 1M 4M 5000"),
+    ("medium2-1m", "medium-churn 1-4 MiB, 2 threads", "1M-4M 2T",
+     "medium-churn 2 1M 4M 100000", "medium-churn 2 1M 4M 5000"),
+    ("large1", "large-churn 4-32 MiB, 1 thread", "large 1T", "large-churn 1 40000", "large-churn 1 2000"),
+    ("large2", "large-churn 4-32 MiB, 2 threads", "large 2T", "large-churn 2 20000", "large-churn 2 2000"),
+    ("trim-fixed", "trim-fixed (BZ 17195), in a thread", "trim-fixed",
+     "trim-fixed 200000 thread", "trim-fixed 20000 thread"),
+    ("trim-fixed-main", "trim-fixed (BZ 17195), in main", "trim-fixed main",
+     "trim-fixed 200000 main", "trim-fixed 20000 main"),
+    ("trim-mixed", "trim-mixed (BZ 17195), in a thread", "trim-mixed",
+     "trim-mixed 100 thread", "trim-mixed 20 thread"),
+    ("trim-mixed-main", "trim-mixed (BZ 17195), in main", "trim-mixed main",
+     "trim-mixed 100 main", "trim-mixed 20 main"),
+    ("realloc-add", "realloc-grow +4 KiB steps", "realloc +4K",
+     "realloc-grow add 256 3", "realloc-grow add 8 0.5"),
+    ("realloc-mul", "realloc-grow x1.5 steps", "realloc x1.5",
+     "realloc-grow mul 256", "realloc-grow mul 32"),
+    ("memreturn", "memreturn (alloc+touch+free)", "memreturn time", "memreturn 200", "memreturn 64"),
+]
+Workload = collections.namedtuple("Workload", "key label chart argv")
+WORKLOADS = {mode: [Workload(k, label, chart, (full if mode == "full" else quick).split())
+                    for k, label, chart, full, quick in WORKLOAD_TABLE]
+             for mode in ("full", "quick")}
 SPEED_CHECKED = ["churn1", "churn2", "batch", "prodcons"]
 RUN_TIMEOUT_S = 120
 
@@ -189,6 +217,19 @@ def fnum(x, digits=3):
     return "%.*f" % (digits, x)
 
 
+def mib(nbytes):
+    return "%.0f" % (float(nbytes) / 2**20)
+
+
+def fmt_ratio(r, upper, lower):
+    """A speed ratio in bold. upper: the allocator's runs include ones that
+    stopped at their time limit, so its time is a lower bound and the ratio
+    an upper bound (shown with ≤); lower: the same for the reference."""
+    if r is None or (upper and lower):
+        return "n/a"
+    return "**%s%.2f**" % ("≤" if upper else "≥" if lower else "", r)
+
+
 def fmt_ops(n):
     n = float(n)
     for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
@@ -315,22 +356,26 @@ def main():
     for i in range(runs):
         rot = i % len(allocs)
         order = allocs[rot:] + allocs[:rot]
-        for key, label, _, argv in workloads:
+        for w in workloads:
             for name, path, _, _ in order:
                 done += 1
-                rec, wall, err = run_one(binary, argv, path)
+                rec, wall, err = run_one(binary, w.argv, path)
                 row = dict(rec or {})
-                row.update({"run": i + 1, "workload": key, "allocator": name,
+                row.update({"run": i + 1, "workload": w.key, "allocator": name,
                             "status": "ok" if rec else "FAIL", "error": err,
-                            "wall_seconds": "%.4f" % wall, "argv": " ".join(argv)})
+                            "wall_seconds": "%.4f" % wall, "argv": " ".join(w.argv)})
                 if rec:
-                    print("[%3d/%d] run %d %-9s %-9s %8.4f s%s" % (
-                        done, total, i + 1, key, name, float(rec["seconds"]),
-                        "  rss_after_free=%.1f MiB" % (int(rec["rss_after_free_kb"]) / 1024)
-                        if key == "memreturn" else ""), file=sys.stderr, flush=True)
+                    extra = ""
+                    if w.key == "memreturn":
+                        extra = "  rss_after_free=%.1f MiB" % (int(rec["rss_after_free_kb"]) / 1024)
+                    elif rec.get("finished") == "0":
+                        extra = "  stopped at the time limit (%s MiB reached)" % mib(rec["reached_bytes"])
+                    print("[%3d/%d] run %d %-15s %-9s %8.4f s%s" % (
+                        done, total, i + 1, w.key, name, float(rec["seconds"]), extra),
+                        file=sys.stderr, flush=True)
                 else:
-                    failures.append("run %d: %s under %s: %s" % (i + 1, key, name, err))
-                    print("[%3d/%d] run %d %-9s %-9s FAILED: %s" % (done, total, i + 1, key, name, err),
+                    failures.append("run %d: %s under %s: %s" % (i + 1, w.key, name, err))
+                    print("[%3d/%d] run %d %-15s %-9s FAILED: %s" % (done, total, i + 1, w.key, name, err),
                           file=sys.stderr, flush=True)
                 raw.append(row)
 
@@ -339,19 +384,21 @@ def main():
     for row in raw:
         if row["status"] == "ok":
             ok.setdefault((row["workload"], row["allocator"]), []).append(row)
-    med_t, med_rss, spread = {}, {}, {}
+    med_t, med_rss, spread, dnf = {}, {}, {}, {}
     for k, recs in ok.items():
         med_t[k] = median_of(recs, "seconds")
         spread[k] = spread_pct(recs, "seconds")
+        # runs stopped at their time limit: their time is only a lower bound
+        dnf[k] = [r for r in recs if r.get("finished") == "0"]
         if k[0] == "memreturn":
             med_rss[k] = {f: median_of(recs, f) for f in
                           ("rss_before_kb", "rss_peak_kb", "rss_after_free_kb")}
     speed_ratio = {}
-    for key, _, _, _ in workloads:
-        base = med_t.get((key, "glibc"))
+    for w in workloads:
+        base = med_t.get((w.key, "glibc"))
         for n in names:
-            t = med_t.get((key, n))
-            speed_ratio[(key, n)] = base / t if base and t else None
+            t = med_t.get((w.key, n))
+            speed_ratio[(w.key, n)] = base / t if base and t else None
     rss_ratio = {}
     base_rss = med_rss.get(("memreturn", "glibc"), {}).get("rss_after_free_kb")
     for n in names:
@@ -375,21 +422,29 @@ def main():
     md.append("")
     md.append("| workload | ops | " + " | ".join(names) + " |")
     md.append("|---|---:|" + "---:|" * len(names))
-    for key, label, _, argv in workloads:
+    for w in workloads:
         cells = []
         ops = ""
         for n in names:
-            recs = ok.get((key, n))
+            k = (w.key, n)
+            recs = ok.get(k)
             if recs and not ops:
-                ops = fmt_ops(recs[0].get("ops", 0))
-            t, r, s = med_t.get((key, n)), speed_ratio.get((key, n)), spread.get((key, n))
+                ops = fmt_ops(max(int(r.get("ops", 0)) for r in recs))
+            t, s = med_t.get(k), spread.get(k)
             if t is None:
                 cells.append("failed")
-            else:
-                cells.append("%s (%s s%s)%s" % ("**%.2f**" % r if r is not None else "n/a",
-                                                fnum(t), " ±%.0f%%" % s if s is not None else "",
-                                                " [%d/%d ok]" % (len(recs), runs) if len(recs) < runs else ""))
-        md.append("| %s | %s | %s |" % (label, ops, " | ".join(cells)))
+                continue
+            cell = "%s (%s%s s%s)" % (
+                fmt_ratio(speed_ratio.get(k), n != "glibc" and bool(dnf.get(k)),
+                          n != "glibc" and bool(dnf.get((w.key, "glibc")))),
+                "≥" if dnf.get(k) else "", fnum(t), " ±%.0f%%" % s if s is not None else "")
+            if dnf.get(k):
+                cell += " DNF %d/%d, reached %s MiB" % (
+                    len(dnf[k]), len(recs), mib(statistics.median(int(r["reached_bytes"]) for r in dnf[k])))
+            if len(recs) < runs:
+                cell += " [%d/%d ok]" % (len(recs), runs)
+            cells.append(cell)
+        md.append("| %s | %s | %s |" % (w.label, ops, " | ".join(cells)))
     md.append("")
     md.append("## Memory returned: memreturn, RSS after freeing everything "
               "(lower is better; ratio to glibc = glibc RSS / allocator RSS, > 1.00 means less kept than glibc)")
@@ -407,7 +462,7 @@ def main():
             n, m["rss_before_kb"] / 1024, pk / 1024, af / 1024, 100.0 * af / pk if pk else 0,
             "**%.2f**" % r if r is not None else "n/a"))
     md.append("")
-    mem_argv = [w for w in workloads if w[0] == "memreturn"][0][3]
+    mem_argv = [w for w in workloads if w.key == "memreturn"][0].argv
     md.append("memreturn allocates %s MiB (blocks of 16 B..64 KiB, log-uniform, plus ~10%% in 1 MiB blocks), "
               "touches every byte, frees it all in random order and reads RSS from /proc/self/statm "
               "right away (no malloc_trim, no idle time)." % mem_argv[1])
@@ -434,7 +489,7 @@ def main():
         else:
             for key in SPEED_CHECKED:
                 r = speed_ratio.get((key, "vigil"))
-                label = [w[1] for w in workloads if w[0] == key][0]
+                label = [w.label for w in workloads if w.key == key][0]
                 if r is None:
                     check_failures.append("%s: no ratio (a run failed)" % label)
                     continue
@@ -460,13 +515,14 @@ def main():
     # ---- write files
     fields = ["run", "workload", "allocator", "status", "error", "argv", "threads", "ops", "seconds",
               "ns_per_op", "wall_seconds", "rss_before_kb", "rss_peak_kb", "rss_after_free_kb",
-              "after_free_pct_of_peak", "alloc_seconds", "free_seconds", "checksum", "preload_mapped"]
+              "after_free_pct_of_peak", "alloc_seconds", "free_seconds", "checksum", "placement",
+              "cpus", "where", "steps", "moves", "finished", "reached_bytes", "preload_mapped"]
     with open(stem + ".csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
         for row in raw:
             w.writerow(row)
-    png_note = write_png(stem + ".png", names, speed_ratio, [(k, c) for k, _, c, _ in workloads])
+    png_note = write_png(stem + ".png", names, speed_ratio, [(w.key, w.chart) for w in workloads])
     if png_note:
         md.append("- note: " + png_note)
         md.append("")
