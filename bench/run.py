@@ -230,6 +230,12 @@ def fmt_ratio(r, upper, lower):
     return "**%s%.2f**" % ("≤" if upper else "≥" if lower else "", r)
 
 
+def best_peer(values, names):
+    """The allocator other than vigil with the lowest value, or None."""
+    peers = [n for n in names if n != "vigil" and values.get(n) is not None]
+    return min(peers, key=lambda n: values[n]) if peers else None
+
+
 def fmt_ops(n):
     n = float(n)
     for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
@@ -420,8 +426,12 @@ def main():
     md.append("")
     md.append("## Speed: ratio to glibc = glibc time / allocator time (> 1.00 means faster than glibc)")
     md.append("")
-    md.append("| workload | ops | " + " | ".join(names) + " |")
-    md.append("|---|---:|" + "---:|" * len(names))
+    md.append("The last two columns name the fastest allocator other than vigil and give "
+              "vigil's ratio to it (its time / vigil's; < 1.00, marked behind, means vigil is slower).")
+    md.append("")
+    vs_best = "vigil" in names and len(names) > 1
+    md.append("| workload | ops | " + " | ".join(names) + (" | best peer | vigil vs best |" if vs_best else " |"))
+    md.append("|---|---:|" + "---:|" * (len(names) + 2 * vs_best))
     for w in workloads:
         cells = []
         ops = ""
@@ -444,6 +454,16 @@ def main():
             if len(recs) < runs:
                 cell += " [%d/%d ok]" % (len(recs), runs)
             cells.append(cell)
+        if vs_best:
+            best = best_peer({n: med_t.get((w.key, n)) for n in names}, names)
+            vt = med_t.get((w.key, "vigil"))
+            if best and vt:
+                v_dnf, b_dnf = bool(dnf.get((w.key, "vigil"))), bool(dnf.get((w.key, best)))
+                r = med_t[(w.key, best)] / vt
+                cells.append("%s (%s%s s)" % (best, "≥" if b_dnf else "", fnum(med_t[(w.key, best)])))
+                cells.append(fmt_ratio(r, v_dnf, b_dnf) + (" behind" if r < 1 and not b_dnf else ""))
+            else:
+                cells += ["n/a", "n/a"]
         md.append("| %s | %s | %s |" % (w.label, ops, " | ".join(cells)))
     md.append("")
     md.append("## Memory returned: memreturn, RSS after freeing everything "
@@ -462,6 +482,13 @@ def main():
             n, m["rss_before_kb"] / 1024, pk / 1024, af / 1024, 100.0 * af / pk if pk else 0,
             "**%.2f**" % r if r is not None else "n/a"))
     md.append("")
+    after = {n: (med_rss.get(("memreturn", n)) or {}).get("rss_after_free_kb") for n in names}
+    best = best_peer(after, names)
+    if best and after.get("vigil"):
+        md.append("Best peer: %s keeps **%.1f MiB** after free, vigil %.1f MiB: ratio **%.2f** "
+                  "(best peer's RSS / vigil's; < 1.00 means vigil keeps more)."
+                  % (best, after[best] / 1024, after["vigil"] / 1024, after[best] / after["vigil"]))
+        md.append("")
     mem_argv = [w for w in workloads if w.key == "memreturn"][0].argv
     md.append("memreturn allocates %s MiB (blocks of 16 B..64 KiB, log-uniform, plus ~10%% in 1 MiB blocks), "
               "touches every byte, frees it all in random order and reads RSS from /proc/self/statm "
