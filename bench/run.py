@@ -28,6 +28,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -83,6 +84,16 @@ WORKLOADS = {mode: [Workload(k, label, chart, (full if mode == "full" else quick
              for mode in ("full", "quick")}
 SPEED_CHECKED = ["churn1", "churn2", "batch", "prodcons"]
 RUN_TIMEOUT_S = 120
+
+# Syscall counts: one more run of a workload under each allocator, untimed,
+# under strace -f -c. By default (--syscalls some) for these workloads;
+# --syscalls all counts every one. The start-up row (batch 1: ld.so loading
+# the program and the preload, the allocator's first mallocs) shows what
+# every other count includes.
+SYSCALLS = ["mmap", "munmap", "madvise", "mremap", "mprotect"]
+SYSCALLS_COUNTED = ["trim-fixed", "trim-fixed-main", "trim-mixed", "trim-mixed-main",
+                    "realloc-add", "realloc-mul", "medium1-1m", "large1"]
+STARTUP = Workload("startup", "start-up only (batch 1)", "start-up", ["batch", "1"])
 
 
 def sh(cmd):
@@ -190,17 +201,54 @@ def describe_rc(rc):
     return "exit status %d" % rc
 
 
-def run_one(binary, argv, preload):
+def find_strace():
+    """strace's path and '', or None and why the counts are skipped."""
+    path = shutil.which("strace")
+    if not path:
+        return None, "strace not installed (Debian package strace); syscall counts skipped"
+    try:
+        subprocess.run([path, "-f", "-c", "-o", os.devnull, "true"], check=True,
+                       capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as e:
+        return None, "strace cannot trace here (%s); syscall counts skipped" % e
+    return path, ""
+
+
+def strace_counts(path):
+    """{syscall: calls} from an strace -c summary (calls is the 4th column)."""
+    counts = dict.fromkeys(SYSCALLS, 0)
+    with open(path) as f:
+        for line in f:
+            t = line.split()
+            if len(t) >= 5 and t[-1] in counts and t[3].isdigit():
+                counts[t[-1]] = int(t[3])
+    return counts
+
+
+def run_one(binary, argv, preload, strace=None):
+    """One run: (result dict or None, wall seconds, error). With strace, the
+    run is traced (strace -f -c) and the result carries the SYSCALLS counts."""
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
-    if preload:
+    cmd = [binary] + argv
+    timeout = RUN_TIMEOUT_S
+    if strace:
+        fd, summary = tempfile.mkstemp(prefix="vigil-bench-strace-")
+        os.close(fd)
+        cmd = ([strace, "-f", "-c", "-e", "trace=" + ",".join(SYSCALLS), "-o", summary]
+               + (["-E", "LD_PRELOAD=" + os.path.realpath(preload)] if preload else []) + ["--"] + cmd)
+        timeout *= 3
+    elif preload:
         env["LD_PRELOAD"] = os.path.realpath(preload)
     t0 = time.monotonic()
     try:
-        p = subprocess.run([binary] + argv, capture_output=True, text=True, env=env,
-                           timeout=RUN_TIMEOUT_S)
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return None, time.monotonic() - t0, "timed out after %d s" % RUN_TIMEOUT_S
+        return None, time.monotonic() - t0, "timed out after %d s" % timeout
+    finally:
+        if strace:
+            counts = strace_counts(summary)
+            os.remove(summary)
     wall = time.monotonic() - t0
     if p.returncode != 0:
         err = p.stderr.strip().splitlines()
@@ -210,6 +258,8 @@ def run_one(binary, argv, preload):
         return None, wall, "no result line in its output"
     if preload and rec.get("preload_mapped") != "1":
         return None, wall, "LD_PRELOAD library was not mapped (ld.so skipped it?)"
+    if strace:
+        rec.update(counts)
     return rec, wall, ""
 
 
@@ -329,6 +379,9 @@ def main():
                     help="exit 3 if vigil is slower than glibc on churn/batch/prodcons "
                          "or keeps more memory in memreturn (median ratio < 1.0)")
     ap.add_argument("--runs", type=int, default=None, help="runs per workload and allocator")
+    ap.add_argument("--syscalls", choices=("some", "all", "none"), default="some",
+                    help="count the mmap/munmap/madvise/mremap/mprotect calls under strace, in one "
+                         "extra untimed run per allocator, for some workloads (default), all or none")
     args = ap.parse_args()
 
     mode = "quick" if args.quick else "full"
@@ -385,10 +438,38 @@ def main():
                           file=sys.stderr, flush=True)
                 raw.append(row)
 
+    # ---- syscall counts: untimed runs under strace, after the timed ones
+    counted = [w for w in workloads if args.syscalls == "all"
+               or (args.syscalls == "some" and w.key in SYSCALLS_COUNTED)]
+    sys_counts = {}
+    strace, sys_note = find_strace() if counted else (None, "")
+    if sys_note:
+        print("note: " + sys_note, file=sys.stderr)
+        notes.append(sys_note)
+    if strace:
+        counted = [STARTUP] + counted
+        print("bench: syscall counts under strace, %d workloads x %d allocators, untimed"
+              % (len(counted), len(allocs)), file=sys.stderr)
+        for w in counted:
+            for name, path, _, _ in allocs:
+                rec, wall, err = run_one(binary, w.argv, path, strace=strace)
+                row = dict(rec or {})
+                row.update({"run": "strace", "workload": w.key, "allocator": name,
+                            "status": "ok" if rec else "FAIL", "error": err,
+                            "wall_seconds": "%.4f" % wall, "argv": " ".join(w.argv)})
+                raw.append(row)
+                if rec:
+                    sys_counts[(w.key, name)] = rec
+                    print("  %-15s %-9s %s" % (w.key, name, " ".join(
+                        "%s=%d" % (c, rec[c]) for c in SYSCALLS)), file=sys.stderr, flush=True)
+                else:
+                    failures.append("strace run: %s under %s: %s" % (w.key, name, err))
+                    print("  %-15s %-9s FAILED: %s" % (w.key, name, err), file=sys.stderr, flush=True)
+
     # ---- aggregate
     ok = {}
     for row in raw:
-        if row["status"] == "ok":
+        if row["status"] == "ok" and row["run"] != "strace":
             ok.setdefault((row["workload"], row["allocator"]), []).append(row)
     med_t, med_rss, spread, dnf = {}, {}, {}, {}
     for k, recs in ok.items():
@@ -494,6 +575,23 @@ def main():
               "touches every byte, frees it all in random order and reads RSS from /proc/self/statm "
               "right away (no malloc_trim, no idle time)." % mem_argv[1])
     md.append("")
+    if sys_counts:
+        md.append("## Syscalls: mmap / munmap / madvise / mremap / mprotect calls in one run")
+        md.append("")
+        md.append("Counted with `strace -f -c -e trace=%s` in a separate, untimed run of each "
+                  "workload under each allocator; every count includes the start-up row's."
+                  % ",".join(SYSCALLS))
+        md.append("")
+        md.append("| workload | ops | " + " | ".join(names) + " |")
+        md.append("|---|---:|" + "---:|" * len(names))
+        for w in counted:
+            recs = [sys_counts.get((w.key, n)) for n in names]
+            ops = max([int(r.get("ops", 0)) for r in recs if r] or [0])
+            cells = [("/".join(str(r[c]) for c in SYSCALLS)
+                      + (" (stopped at %s MiB)" % mib(r["reached_bytes"]) if r.get("finished") == "0" else ""))
+                     if r else "failed" for r in recs]
+            md.append("| %s | %s | %s |" % (w.label, fmt_ops(ops), " | ".join(cells)))
+        md.append("")
     md.append("## Allocators")
     md.append("")
     md.append("| name | library | package | version |")
@@ -543,7 +641,7 @@ def main():
     fields = ["run", "workload", "allocator", "status", "error", "argv", "threads", "ops", "seconds",
               "ns_per_op", "wall_seconds", "rss_before_kb", "rss_peak_kb", "rss_after_free_kb",
               "after_free_pct_of_peak", "alloc_seconds", "free_seconds", "checksum", "placement",
-              "cpus", "where", "steps", "moves", "finished", "reached_bytes", "preload_mapped"]
+              "cpus", "where", "steps", "moves", "finished", "reached_bytes", "preload_mapped"] + SYSCALLS
     with open(stem + ".csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
