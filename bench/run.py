@@ -343,18 +343,20 @@ def write_png(path, names, rows, labels):
              if i == 0 else "'' using %d title columnheader(%d)" % (i + 2, i + 2)
              for i in range(len(names))]
     with open(script, "w") as f:
-        f.write("""set terminal %s size 1100,600 noenhanced
+        f.write("""set terminal %s size 1600,700 noenhanced
 set output '%s'
-set title 'Speed relative to glibc (glibc time / allocator time; > 1 = faster than glibc)'
+set title 'Speed relative to glibc (glibc time / allocator time; > 1 = faster than glibc; log scale)'
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.85 border -1
 set boxwidth 0.9
-set yrange [0:*]
+set logscale y 2
+set yrange [0.0078125:32]
+set rmargin 10
 set ylabel 'ratio to glibc (median of interleaved runs)'
 set grid ytics
 set key below horizontal
-set xtics nomirror
+set xtics nomirror rotate by -35
 set arrow 1 from graph 0, first 1 to graph 1, first 1 nohead dashtype 2 linewidth 2 front
 plot %s
 """ % (terminal, path, ", ".join(plots)))
