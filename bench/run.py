@@ -38,7 +38,8 @@ RESULTS = os.path.join(HERE, "results")
 # Every workload: key, label, chart label, then the argv after the program
 # name for the full run and for --quick. Full sizes are chosen so that one
 # glibc run takes roughly 0.1-1 s on the 2-core machine; quick ones are a
-# tenth or less. realloc-add's last argument is a time limit: an allocator
+# tenth or less, so that make bench-quick stays under a minute even while
+# neighbours load the machine. realloc-add's last argument is a time limit: an allocator
 # that copies the block on every step stops there (shown as DNF).
 WORKLOAD_TABLE = [
     ("churn1", "churn, 1 thread", "churn 1T", "churn 1 5000000", "churn 1 800000"),
@@ -48,34 +49,34 @@ WORKLOAD_TABLE = [
      "prodcons 12000000 same", "prodcons 1500000 same"),
     ("prodcons2", "prodcons, 1 CPU each (noisy; not checked)", "prodcons 2 CPUs",
      "prodcons 2000000 split", "prodcons 300000 split"),
-    ("ring2", "ring, 2 threads on 1 CPU", "ring 2T", "ring 2 4000000 same", "ring 2 500000 same"),
-    ("ring4", "ring, 4 threads on 1 CPU", "ring 4T", "ring 4 2000000 same", "ring 4 250000 same"),
+    ("ring2", "ring, 2 threads on 1 CPU", "ring 2T", "ring 2 4000000 same", "ring 2 250000 same"),
+    ("ring4", "ring, 4 threads on 1 CPU", "ring 4T", "ring 4 2000000 same", "ring 4 125000 same"),
     ("pinned", "pinned: 24 threads on 1 CPU", "24T on 1 CPU",
-     "pinned 24 pinned 200000", "pinned 24 pinned 20000"),
+     "pinned 24 pinned 200000", "pinned 24 pinned 10000"),
     ("pinned-free", "pinned: 24 threads, not pinned", "24T free",
-     "pinned 24 free 200000", "pinned 24 free 20000"),
+     "pinned 24 free 200000", "pinned 24 free 10000"),
     ("medium1-64k", "medium-churn 64 KiB-1 MiB, 1 thread", "64K-1M 1T",
-     "medium-churn 1 64K 1M 200000", "medium-churn 1 64K 1M 10000"),
+     "medium-churn 1 64K 1M 200000", "medium-churn 1 64K 1M 5000"),
     ("medium2-64k", "medium-churn 64 KiB-1 MiB, 2 threads", "64K-1M 2T",
-     "medium-churn 2 64K 1M 200000", "medium-churn 2 64K 1M 10000"),
+     "medium-churn 2 64K 1M 200000", "medium-churn 2 64K 1M 5000"),
     ("medium1-1m", "medium-churn 1-4 MiB, 1 thread", "1M-4M 1T",
-     "medium-churn 1 1M 4M 100000", "medium-churn 1 1M 4M 5000"),
+     "medium-churn 1 1M 4M 100000", "medium-churn 1 1M 4M 2500"),
     ("medium2-1m", "medium-churn 1-4 MiB, 2 threads", "1M-4M 2T",
-     "medium-churn 2 1M 4M 100000", "medium-churn 2 1M 4M 5000"),
-    ("large1", "large-churn 4-32 MiB, 1 thread", "large 1T", "large-churn 1 40000", "large-churn 1 2000"),
-    ("large2", "large-churn 4-32 MiB, 2 threads", "large 2T", "large-churn 2 20000", "large-churn 2 2000"),
+     "medium-churn 2 1M 4M 100000", "medium-churn 2 1M 4M 2500"),
+    ("large1", "large-churn 4-32 MiB, 1 thread", "large 1T", "large-churn 1 40000", "large-churn 1 1000"),
+    ("large2", "large-churn 4-32 MiB, 2 threads", "large 2T", "large-churn 2 20000", "large-churn 2 1000"),
     ("trim-fixed", "trim-fixed (BZ 17195), in a thread", "trim-fixed",
      "trim-fixed 200000 thread", "trim-fixed 20000 thread"),
     ("trim-fixed-main", "trim-fixed (BZ 17195), in main", "trim-fixed main",
      "trim-fixed 200000 main", "trim-fixed 20000 main"),
     ("trim-mixed", "trim-mixed (BZ 17195), in a thread", "trim-mixed",
-     "trim-mixed 100 thread", "trim-mixed 20 thread"),
+     "trim-mixed 100 thread", "trim-mixed 10 thread"),
     ("trim-mixed-main", "trim-mixed (BZ 17195), in main", "trim-mixed main",
-     "trim-mixed 100 main", "trim-mixed 20 main"),
+     "trim-mixed 100 main", "trim-mixed 10 main"),
     ("realloc-add", "realloc-grow +4 KiB steps", "realloc +4K",
-     "realloc-grow add 256 3", "realloc-grow add 8 0.5"),
+     "realloc-grow add 256 3", "realloc-grow add 8 0.25"),
     ("realloc-mul", "realloc-grow x1.5 steps", "realloc x1.5",
-     "realloc-grow mul 256", "realloc-grow mul 32"),
+     "realloc-grow mul 256", "realloc-grow mul 16"),
     ("memreturn", "memreturn (alloc+touch+free)", "memreturn time", "memreturn 200", "memreturn 64"),
 ]
 Workload = collections.namedtuple("Workload", "key label chart argv")
@@ -92,8 +93,8 @@ SPEED_CHECKED = ["churn1", "churn2", "batch", "prodcons", "ring2", "ring4", "pin
 RUN_TIMEOUT_S = 120
 
 # Syscall counts: one more run of a workload under each allocator, untimed,
-# under strace -f -c. By default (--syscalls some) for these workloads;
-# --syscalls all counts every one. The start-up row (batch 1: ld.so loading
+# under strace -f -c. By default (--syscalls some) for these workloads, or
+# with --quick for the trim loops only; --syscalls all counts every one. The start-up row (batch 1: ld.so loading
 # the program and the preload, the allocator's first mallocs) shows what
 # every other count includes.
 SYSCALLS = ["mmap", "munmap", "madvise", "mremap", "mprotect"]
@@ -447,8 +448,9 @@ def main():
                 raw.append(row)
 
     # ---- syscall counts: untimed runs under strace, after the timed ones
+    some = [k for k in SYSCALLS_COUNTED if k.startswith("trim-") or not args.quick]
     counted = [w for w in workloads if args.syscalls == "all"
-               or (args.syscalls == "some" and w.key in SYSCALLS_COUNTED)]
+               or (args.syscalls == "some" and w.key in some)]
     sys_counts = {}
     strace, sys_note = find_strace() if counted else (None, "")
     if sys_note:
