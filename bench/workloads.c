@@ -188,6 +188,7 @@ static int parse_choice(const char *s, const char *what, const char *const *choi
  * changed), exit 1. Else print the result line: the keys every workload has
  * (ns_per_op is per op of one thread, ops_each of them), then its own
  * (fmt gives " key=value" pairs), then preload_mapped. */
+__attribute__((format(printf, 7, 8)))
 static int report(const char *corrupt, long threads, long ops, long ops_each, double secs,
                   long rss0, const char *fmt, ...)
 {
