@@ -1,6 +1,7 @@
-# Benchmarks: `make bench` (about 2-5 minutes) and `make bench-quick` (a
-# smoke run, well under 30 s). See bench/README.md. RUNS=N changes the
-# number of interleaved runs; ALLOCATORS=glibc,vigil restricts the set.
+# Benchmarks: `make bench` (about 10 minutes on the 2-core machine) and
+# `make bench-quick` (a smoke run, 30-50 s). See bench/README.md. RUNS=N
+# changes the number of interleaved runs; ALLOCATORS=glibc,vigil restricts
+# the set.
 BENCH_BIN := $(BUILD)/bench/workloads
 BENCH_ENV := BUILD=$(BUILD) $(if $(RUNS),RUNS=$(RUNS)) $(if $(ALLOCATORS),ALLOCATORS=$(ALLOCATORS))
 

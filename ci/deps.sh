@@ -26,8 +26,9 @@ qemu_fuzz=("${qemu[@]}" clang libclang-rt-14-dev:arm64 libstdc++-12-dev-arm64-cr
 # make check runs the QEMU matrix, make triage (tests/triage_mutant.sh) and
 # make qemu-fuzz on aarch64 and ppc64le (tests/qemu_fuzz_smoke.sh).
 check=("${triage[@]}" "${qemu_fuzz[@]}" strace python3 sqlite3 git perl util-linux procps coreutils bc patch spin)
+# strace: bench/run.py counts the syscalls of some workloads under it.
 bench=("${build[@]}" python3 libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
-       libclang-rt-14-dev gnuplot-nox hyperfine)
+       libclang-rt-14-dev gnuplot-nox hyperfine strace)
 fuzz=("${build[@]}" libclang-rt-14-dev libfuzzer-14-dev afl++ python3)
 
 want=()
