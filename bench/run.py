@@ -97,7 +97,7 @@ RUN_TIMEOUT_S = 120
 # with --quick for the trim loops only; --syscalls all counts every one. The start-up row (batch 1: ld.so loading
 # the program and the preload, the allocator's first mallocs) shows what
 # every other count includes.
-SYSCALLS = ["mmap", "munmap", "madvise", "mremap", "mprotect"]
+SYSCALLS = ["mmap", "munmap", "madvise", "mremap", "mprotect", "rt_sigprocmask", "futex"]
 SYSCALLS_COUNTED = ["trim-fixed", "trim-fixed-main", "trim-mixed", "trim-mixed-main",
                     "realloc-add", "realloc-mul", "medium1-1m", "large1"]
 STARTUP = Workload("startup", "start-up only (batch 1)", "start-up", ["batch", "1"])
@@ -389,7 +389,7 @@ def main():
                          "or keeps more memory in memreturn (median ratio < 1.0)")
     ap.add_argument("--runs", type=int, default=None, help="runs per workload and allocator")
     ap.add_argument("--syscalls", choices=("some", "all", "none"), default="some",
-                    help="count the mmap/munmap/madvise/mremap/mprotect calls under strace, in one "
+                    help="count the mmap/munmap/madvise/mremap/mprotect/rt_sigprocmask/futex calls under strace, in one "
                          "extra untimed run per allocator, for some workloads (default), all or none")
     args = ap.parse_args()
 
@@ -593,7 +593,7 @@ def main():
               "right away (no malloc_trim, no idle time)." % mem_argv[1])
     md.append("")
     if sys_counts:
-        md.append("## Syscalls: mmap / munmap / madvise / mremap / mprotect calls in one run")
+        md.append("## Syscalls: mmap / munmap / madvise / mremap / mprotect / rt_sigprocmask / futex calls in one run")
         md.append("")
         md.append("Counted with `strace -f -c -e trace=%s` in a separate, untimed run of each "
                   "workload under each allocator; every count includes the start-up row's."
