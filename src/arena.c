@@ -128,6 +128,7 @@ struct page *vg_arena_page(struct arena *a, struct heap *h, unsigned cls) {
     pg = &s->pages[first];
   }
   atomic_store_explicit(&pg->owner, h, memory_order_release);
+  vg_decommit_tick(a);
   vg_unlock(&a->lock);
   return pg;
 }
@@ -221,6 +222,7 @@ void *vg_span_alloc(size_t size, size_t align) {
     return NULL;
   }
   vg_page_init_span(s, first, (unsigned)n);
+  vg_decommit_tick(a);
   vg_unlock(&a->lock);
   return page_addr(s, first);
 }

@@ -2,9 +2,9 @@
  *
  * Free pages stay resident ("dirty") until either the arena holds more than
  * its threshold (trim_threshold, or more where it learnt that it needs more)
- * of dirty bytes, when all of them go back at once and wholly free segments
- * (but one) are unmapped; or they stay unused for decay_ms, when those go
- * back (vg_decommit_after_free).  Never on every free: glibc's per-thread heaps
+ * of dirty bytes, when all of them go back at the next tick (decay_ms) and
+ * wholly free segments (but one) are unmapped; or they stay unused for
+ * decay_ms, when those go back (tick, vg_decommit_after_free).  Never on every free: glibc's per-thread heaps
  * ignored the trim threshold and called madvise on every free (BZ 17195).
  *
  * Pages go back with MADV_DONTNEED (not MADV_FREE, which leaves RSS high),
@@ -116,19 +116,38 @@ void vg_decommit_thread_exit(struct arena *a) {
   vg_unlock(&a->lock);
 }
 
-/* After pages were freed.  Over the threshold, everything dirty goes back
- * (the bound on what an arena keeps).  Otherwise, once per decay_ms, the
- * pages that were already dirty at the previous tick go back: they stayed
- * unused for at least decay_ms.  A working set that is reused faster than
- * that keeps its pages and costs no syscall, however long it runs. */
+/* Once per decay_ms, at an arena operation: if the arena holds more dirty
+ * bytes than its threshold, all of them go back; otherwise the pages that
+ * were already dirty at the previous tick, which stayed unused for at least
+ * decay_ms.  A working set reused faster than that keeps its pages and costs
+ * no syscall, however long it runs.  Caller holds the arena lock. */
+static void tick(struct arena *a, uint64_t now) {
+  uint64_t decay_ns = (uint64_t)vg_option(OPT_decay_ms) * 1000000u;
+  if (now - a->tick < decay_ns) return;
+  bool over = a->dirty > arena_threshold(a);
+  if (purge(a, false, !over)) a->last_purge = now;
+  a->tick = now;
+}
+
+void vg_decommit_tick(struct arena *a) { tick(a, vg_os_now_ns()); }
+
+/* After pages were freed.  Over the threshold, the purge waits for the next
+ * tick (at most decay_ms), as mimalloc's and jemalloc's delays do: a program
+ * that frees its working set and builds it again at once (BZ 17195's rounds)
+ * then reuses the pages instead of faulting them back in.  Only past a hard
+ * cap, 32 MiB or four times the threshold, do they go back at once, which
+ * bounds what a burst of frees leaves resident.  A threshold the user set
+ * (trim_threshold, M_TRIM_THRESHOLD) acts at once, as glibc's does. */
+#define HARD_CAP_MIN ((size_t)32 << 20)
 void vg_decommit_after_free(struct arena *a) {
-  uint64_t now = vg_os_now_ns(), decay_ns = (uint64_t)vg_option(OPT_decay_ms) * 1000000u;
-  if (a->dirty > arena_threshold(a)) {
+  uint64_t now = vg_os_now_ns();
+  size_t t = arena_threshold(a), cap = t;
+  if (!load_relaxed(&vg_opt_thresholds_fixed)) cap = 4 * t > HARD_CAP_MIN ? 4 * t : HARD_CAP_MIN;
+  if (a->dirty > cap) {
     purge(a, false, false);
     a->last_purge = a->tick = now;
-  } else if (now - a->tick >= decay_ns) {
-    if (purge(a, false, true)) a->last_purge = now;
-    a->tick = now;
+  } else {
+    tick(a, now);
   }
 }
 

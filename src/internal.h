@@ -263,6 +263,7 @@ extern _Atomic size_t vg_segments_mapped, vg_segments_total;
 /* ---- decommit policy (decommit.c) ---------------------------------------- */
 void vg_decommit_after_free(struct arena *a) HIDDEN; /* caller holds a->lock */
 void vg_decommit_refault(struct arena *a) HIDDEN;    /* caller holds a->lock */
+void vg_decommit_tick(struct arena *a) HIDDEN;       /* caller holds a->lock */
 void vg_decommit_thread_exit(struct arena *a) HIDDEN;
 int vg_decommit_arena(struct arena *a, bool all) HIDDEN; /* purge; caller holds lock */
 int vg_decommit_remap(void) HIDDEN;

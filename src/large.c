@@ -6,7 +6,7 @@
 
 #include "internal.h"
 
-#define CACHE_SLOTS 16u
+#define CACHE_SLOTS 64u
 #define THRESHOLD_MAX ((size_t)32 << 20)
 
 struct large {
@@ -20,6 +20,22 @@ static struct large *table;
 static size_t table_cap, table_count, live_bytes;
 static struct large cache[CACHE_SLOTS];
 static unsigned ncache;
+/* The most a cached mapping can hold (0: empty), read without the lock to
+ * skip a lookup that cannot succeed. */
+static _Atomic size_t cache_top;
+
+/* Usable bytes a mapping can reach in place: up to its tail guard page. */
+static size_t room_of(const struct large *e) {
+  return (size_t)(e->map + e->maplen - (uint8_t *)e->user) - vg_os_page_size();
+}
+
+/* Caller holds the lock. */
+static void cache_changed(void) {
+  size_t top = 0;
+  for (unsigned i = 0; i < ncache; i++)
+    if (room_of(&cache[i]) > top) top = room_of(&cache[i]);
+  store_relaxed(&cache_top, top);
+}
 static size_t cache_bytes;
 
 size_t vg_mmap_threshold(void) { return vg_option(OPT_mmap_threshold); }
@@ -92,14 +108,13 @@ static bool publish(struct large e) {
  * and that is at most twice as big, used as it is (its usable size is what
  * it was), or grown into its headroom with one mprotect: cheaper than a new
  * mapping and its page faults. */
-static bool cache_take(size_t ulen, size_t ps, struct large *out) {
+static bool cache_take(size_t ulen, struct large *out) {
   vg_lock(&vg_large_lock);
   int best = -1;
   size_t best_off = SIZE_MAX;
   for (unsigned i = 0; i < ncache; i++) {
     struct large *c = &cache[i];
-    size_t room = (size_t)(c->map + c->maplen - (uint8_t *)c->user) - ps;
-    if (room < ulen || c->ulen / 2 > ulen) continue;
+    if (room_of(c) < ulen || c->ulen / 2 > ulen) continue;
     size_t off = c->ulen > ulen ? c->ulen - ulen : ulen - c->ulen;
     if (off < best_off) best = (int)i, best_off = off;
   }
@@ -108,8 +123,9 @@ static bool cache_take(size_t ulen, size_t ps, struct large *out) {
     return false;
   }
   struct large e = cache[best];
-  cache[best] = cache[--ncache];
+  memmove(&cache[best], &cache[best + 1], (--ncache - (unsigned)best) * sizeof cache[0]); /* oldest first */
   cache_bytes -= e.ulen;
+  cache_changed();
   vg_unlock(&vg_large_lock);
   uint8_t *user = (uint8_t *)e.user;
   if (e.ulen < ulen) {
@@ -123,6 +139,24 @@ static bool cache_take(size_t ulen, size_t ps, struct large *out) {
   return true;
 }
 
+/* A cached mapping for size, or NULL when none fits. */
+static void *from_cache(size_t size, bool zero) {
+  size_t ps = vg_os_page_size(), ulen = align_up(size ? size : 1, ps);
+  struct large e;
+  if (load_relaxed(&cache_top) < ulen || !cache_take(ulen, &e)) return NULL;
+  int saved = errno;
+  if (!publish(e)) {
+    vg_os_unmap(e.map, e.maplen);
+    errno = saved;
+    return NULL;
+  }
+  /* Fresh zero pages for calloc: cheaper than writing every byte (and
+   * memset on failure). */
+  if (zero && vg_os_zero((void *)e.user, e.ulen) != 0) memset((void *)e.user, 0, size);
+  errno = saved;
+  return (void *)e.user;
+}
+
 void *vg_large_alloc(size_t size, size_t align, bool zero) {
   size_t ps = vg_os_page_size();
   if (size > PTRDIFF_MAX - 4 * ps || align > PTRDIFF_MAX / 2) {
@@ -131,20 +165,8 @@ void *vg_large_alloc(size_t size, size_t align, bool zero) {
   }
   size_t ulen = align_up(size ? size : 1, ps);
   if (align <= ps) {
-    struct large e;
-    if (cache_take(ulen, ps, &e)) {
-      if (!publish(e)) {
-        vg_os_unmap(e.map, e.maplen);
-        errno = ENOMEM;
-        return NULL;
-      }
-      /* Fresh zero pages for calloc: cheaper than writing every byte (and
-       * memset on failure: errno stays the caller's). */
-      int saved = errno;
-      if (zero && vg_os_zero((void *)e.user, e.ulen) != 0) memset((void *)e.user, 0, size);
-      errno = saved;
-      return (void *)e.user;
-    }
+    void *p = from_cache(size, zero);
+    if (p != NULL) return p;
   }
   size_t slack = align > ps ? align - ps : 0;
   size_t maplen = ulen + 2 * ps + slack;
@@ -211,6 +233,7 @@ bool vg_large_free(void *p) {
     }
     cache[ncache++] = e;
     cache_bytes += e.ulen;
+    cache_changed();
   } else {
     evict[nevict++] = e;
   }
@@ -330,6 +353,7 @@ int vg_large_trim(void) {
   memcpy(evict, cache, n * sizeof cache[0]);
   ncache = 0;
   cache_bytes = 0;
+  cache_changed();
   vg_unlock(&vg_large_lock);
   for (unsigned i = 0; i < n; i++) vg_os_unmap(evict[i].map, evict[i].maplen);
   return n > 0;

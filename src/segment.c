@@ -78,12 +78,22 @@ void vg_segment_release(struct segment *s) {
   vg_os_unmap((void *)base, VG_SEG);
 }
 
-/* First run of n free pages starting at a multiple of align_pages, or -1. */
+/* First run of n free pages starting at a multiple of align_pages, or -1.
+ * Bit i of f stands for "pages i..i+len-1 are free"; f & f >> k extends len
+ * by k (k <= len), so log2(n) steps find every start at once, and the zeros
+ * shifted in at the top keep runs inside the segment. */
 int vg_segment_find_run(struct segment *s, unsigned n, unsigned align_pages) {
   if (n == 0 || n > VG_SEG_PAGES - VG_SEG_FIRST_PAGE) return -1;
-  uint64_t want = run_mask(0, n);
-  unsigned i = (unsigned)align_up(VG_SEG_FIRST_PAGE, align_pages);
-  for (; i + n <= VG_SEG_PAGES; i += align_pages)
-    if ((s->used & (want << i)) == 0) return (int)i;
-  return -1;
+  uint64_t f = ~s->used & ~run_mask(0, VG_SEG_FIRST_PAGE);
+  for (unsigned len = 1; len < n && f;) {
+    unsigned k = n - len < len ? n - len : len;
+    f &= f >> k;
+    len += k;
+  }
+  if (align_pages > 1) {
+    uint64_t at = 0;
+    for (unsigned i = 0; i < VG_SEG_PAGES; i += align_pages) at |= (uint64_t)1 << i;
+    f &= at;
+  }
+  return f ? (int)__builtin_ctzll(f) : -1;
 }
