@@ -18,10 +18,13 @@ QT_REQUIRED=(TRIPLE CC QEMU SYSROOT PAGESIZES PACKAGES)
 unset QEMU_PAGESIZE QEMU_LD_PREFIX QEMU_SET_ENV QEMU_UNSET_ENV QEMU_STRACE QEMU_CPU \
       QEMU_GUEST_BASE QEMU_RESERVED_VA QEMU_LOG VIGIL_OPTIONS MALLOC_CHECK_ MALLOC_PERTURB_
 
-# The targets: every file in qemu-targets/ without an extension.
+# The targets: every file in qemu-targets/ without an extension (not the
+# folders: bugs/ holds programs that show QEMU's own bugs).
 qt_all() {
   local g
-  for g in qemu-targets/*; do [[ $(basename "$g") == *.* ]] || basename "$g"; done
+  for g in qemu-targets/*; do
+    if [ -f "$g" ] && [[ $(basename "$g") != *.* ]]; then basename "$g"; fi
+  done
 }
 
 # The target file of the host's arch (for NATIVE=1 without ARCHES).
