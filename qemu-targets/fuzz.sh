@@ -48,14 +48,10 @@ for arch in "$@"; do
   qt_load "$arch" && qt_tools "$arch" || { bad=1; continue; }
   missing=() pkgs=$T_PACKAGES
   if [ "$arch" = aarch64 ]; then
-    pkgs+=" clang libclang-rt-14-dev:arm64 libstdc++-12-dev-arm64-cross"
-    rt=$(clang -print-runtime-dir 2>/dev/null)
-    command -v clang >/dev/null || missing+=(clang)
-    for l in fuzzer asan ubsan_standalone; do
-      [ -e "$rt/libclang_rt.$l-aarch64.a" ] || missing+=("$rt/libclang_rt.$l-aarch64.a")
-    done
-    ls "$T_SYSROOT"/lib/libstdc++.so* /usr/lib/gcc-cross/aarch64-linux-gnu/*/libstdc++.so >/dev/null 2>&1 ||
-      missing+=("libstdc++ for aarch64")
+    pkgs+=" $QT_LF_PACKAGES"
+    qt_lf_missing
+    missing=("${QT_LF_MISSING[@]}")
+    [ -n "$T_RESERVED_VA" ] || missing+=("RESERVED_VA in qemu-targets/aarch64 (libFuzzer's -R)")
   fi
   if [ ${#missing[@]} -gt 0 ]; then
     echo "qemu-fuzz: $arch: missing ${missing[*]}"
@@ -116,16 +112,10 @@ $(tail -n 15 "$work/$arch/build.log" | sed 's/^/     | /')")
     echo "qemu-fuzz: $arch/$t: $engine, $seconds s"
     start=$(date +%s.%N)
     if [ $engine = libfuzzer ]; then
-      # -R: a 39-bit guest address space, the layout ASan picks from the
-      # guest's stack address; without it QEMU maps above 2^39 and ASan
-      # stops with "CHECK failed: asan_poisoning.cpp:36".  -rss_limit_mb=0:
-      # libFuzzer's RSS thread hangs the start-up under QEMU.
-      # LD_LIBRARY_PATH=/lib (the sysroot's, through -L): once arm64 is a
-      # dpkg architecture (libclang-rt-14-dev:arm64 brings libc6:arm64), the
-      # guest's loader finds the host's /lib/aarch64-linux-gnu/libc.so.6
-      # through /etc/ld.so.cache, a different glibc build from the
-      # sysroot's ld.so, and pthread_create hangs.
-      q=("$T_QEMU" -R 0x8000000000 -L "$T_SYSROOT" -E LD_LIBRARY_PATH=/lib)
+      # qemu-aarch64 -R -E LD_LIBRARY_PATH=/lib, and -rss_limit_mb=0: why,
+      # in lib.sh (qt_lf_runner).
+      qt_lf_runner
+      q=("${QT_LF_RUN[@]}")
       rm -rf "$dir/seeds" && mkdir -p "$dir/corpus"
       "$BUILD/fuzz/replay/$t" -A "$dir/seeds" "${seeds[@]}" >/dev/null
       cmd=("${q[@]}" "$BUILD/qemu-fuzz/build-aarch64/bin/$t" -max_total_time="$seconds" -timeout=$HANG
