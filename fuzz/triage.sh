@@ -2,9 +2,13 @@
 # Triage of one failing input (`make triage INPUT=f`):
 #   1. replays it on the host (release, ASan, UBSan, TSan, Valgrind) and under
 #      every QEMU target at each of its page sizes, RUNS times each, and
-#      prints the reproduction matrix;
+#      prints the reproduction matrix; a target with RESERVED_VA (aarch64)
+#      gets two rows more under `qemu -R`, the guest address space of its
+#      libFuzzer runs: the same static replay build at its first page size,
+#      and the libFuzzer (ASan+UBSan) build as `make qemu-fuzz` runs it;
 #   2. classifies the failure (everywhere, architecture-only, page-size-only,
-#      thread-only, ordering suspected, sanitizer-only);
+#      thread-only, ordering suspected, sanitizer-only, emulator suspected:
+#      only the -R rows fail);
 #   3. minimizes it: libFuzzer's -minimize_crash when the libFuzzer build
 #      (ASan+UBSan) reproduces it, else afl-tmin on the AFL++ build; the
 #      result must still fail as the reference cell did, or the original is
@@ -198,7 +202,9 @@ for v in $variants; do
   add_row "host $v" "$cell_out" "$cell_fail" "${cmd[@]}"
 done
 
-declare -A ARCH_OF PS_OF
+# ARCH_OF, PS_OF: a QEMU row's arch and page size; RV_OF: set for the rows
+# under -R (the target's RESERVED_VA); LF_OF: set for the libFuzzer row.
+declare -A ARCH_OF PS_OF RV_OF LF_OF
 for a in $arches; do
   qt_load "$a" >"$W/logs/qemu-$a.load" 2>&1 && qt_tools "$a" >>"$W/logs/qemu-$a.load" 2>&1 || {
     not_built "$a" "$(tail -n1 "$W/logs/qemu-$a.load")"; continue; }
@@ -210,6 +216,31 @@ for a in $arches; do
     add_row "$name" "$cell_out" "$cell_fail" "${QT_RUN[@]}" "$QT_OUT/replay/$target" -q
     ARCH_OF[$name]=$a PS_OF[$name]=$ps
   done
+  [ -n "$T_RESERVED_VA" ] || continue
+  # Under -R (qemu-targets/README.md, "Known QEMU bugs"): the same binary at
+  # the first page size, then the libFuzzer build (aarch64: qemu.mk builds
+  # no other), with fuzz.sh's options.
+  ps=${T_PAGESIZES%% *}
+  qt_runner "$ps" R
+  name="$a -R p$((ps / 1024))k"
+  cell "qemu-$a-R-$ps" "${QT_RUN[@]}" "$QT_OUT/replay/$target" -q
+  add_row "$name" "$cell_out" "$cell_fail" "${QT_RUN[@]}" "$QT_OUT/replay/$target" -q
+  ARCH_OF[$name]=$a PS_OF[$name]=$ps RV_OF[$name]=1
+  [ "$a" = aarch64 ] || continue
+  name="$a -R libFuzzer"
+  qt_lf_missing
+  lfb=$BUILD/qemu-fuzz/build-aarch64/bin/$target
+  if [ ${#QT_LF_MISSING[@]} -gt 0 ]; then
+    not_built "$name" "missing ${QT_LF_MISSING[*]} (Debian packages $QT_LF_PACKAGES: bash ci/deps.sh qemu-fuzz)"
+    continue
+  fi
+  if ! mk -j2 "$lfb" >"$W/logs/build-qemu-libfuzzer.log" 2>&1; then
+    not_built "$name" "see $W/logs/build-qemu-libfuzzer.log"; continue
+  fi
+  qt_lf_runner
+  cell "qemu-$a-R-libfuzzer" "${QT_LF_RUN[@]}" "$lfb" -rss_limit_mb=0 -timeout="$HANG"
+  add_row "$name" "$cell_out" "$cell_fail" "${QT_LF_RUN[@]}" "$lfb" -rss_limit_mb=0 -timeout="$HANG"
+  ARCH_OF[$name]=$a RV_OF[$name]=1 LF_OF[$name]=1
 done
 
 echo
@@ -228,26 +259,47 @@ fi
 # ---- classification -------------------------------------------------------
 in_list() { local x; for x in "${@:2}"; do [ "$x" = "$1" ] && return 0; done; return 1; }
 classes=()
-host_r=() host_p=() qemu_r=() qemu_p=()
+# qemu_r, qemu_p: the QEMU rows that failed, passed; plain_r, plain_p: those
+# without -R; rv_r: the -R rows that failed.
+host_r=() host_p=() qemu_r=() qemu_p=() plain_r=() plain_p=() rv_r=()
 for n in "${repro[@]}"; do case $n in host*) host_r+=("$n") ;; *) qemu_r+=("$n") ;; esac; done
 for n in "${passed[@]}"; do case $n in host*) host_p+=("$n") ;; *) qemu_p+=("$n") ;; esac; done
+for n in "${qemu_r[@]}"; do if [ -n "${RV_OF[$n]:-}" ]; then rv_r+=("$n"); else plain_r+=("$n"); fi; done
+for n in "${qemu_p[@]}"; do [ -n "${RV_OF[$n]:-}" ] || plain_p+=("$n"); done
+# emulator suspected: only rows under -R fail, and each of their arches
+# passes without -R (the same binary), and no host build fails.
+emulator=no
+if [ ${#rv_r[@]} -gt 0 ] && [ ${#plain_r[@]} -eq 0 ] && [ ${#host_r[@]} -eq 0 ]; then
+  emulator=yes
+  for a in $(for n in "${rv_r[@]}"; do echo "${ARCH_OF[$n]}"; done | sort -u); do
+    ok=no
+    for n in "${plain_p[@]}"; do [ "${ARCH_OF[$n]}" = "$a" ] && ok=yes; done
+    [ $ok = yes ] || emulator=no
+  done
+fi
 if [ ${#passed[@]} -eq 0 ]; then classes+=("everywhere (every cell that ran)")
+elif [ $emulator = yes ]; then
+  classes+=("emulator suspected (QEMU reserved_va, see qemu-targets/README.md): fails only under qemu -R ($(printf '%s, ' "${rv_r[@]}" | sed 's/, $//')), passes without -R and on every host build")
 else
-  # architecture-only: some QEMU targets fail, and no host build does.
-  if [ ${#qemu_r[@]} -gt 0 ] && [ ${#host_r[@]} -eq 0 ]; then
-    fa=$(for n in "${qemu_r[@]}"; do echo "${ARCH_OF[$n]}"; done | sort -u | xargs)
+  # architecture-only: some QEMU targets fail without -R, and no host build
+  # does.
+  if [ ${#plain_r[@]} -gt 0 ] && [ ${#host_r[@]} -eq 0 ]; then
+    fa=$(for n in "${plain_r[@]}"; do echo "${ARCH_OF[$n]}"; done | sort -u | xargs)
     classes+=("architecture-only ($fa)")
   fi
   # page-size-only: within one arch, some page sizes fail and others pass;
-  # or only the arches run above 4 KiB fail.
-  for a in $(for n in "${qemu_r[@]}"; do echo "${ARCH_OF[$n]}"; done | sort -u); do
+  # or only the arches run above 4 KiB fail.  (The rows without -R.)
+  for a in $(for n in "${plain_r[@]}"; do echo "${ARCH_OF[$n]}"; done | sort -u); do
     bad_ps=() good_ps=()
-    for n in "${qemu_r[@]}"; do [ "${ARCH_OF[$n]}" = "$a" ] && bad_ps+=("${PS_OF[$n]}"); done
-    for n in "${qemu_p[@]}"; do [ "${ARCH_OF[$n]}" = "$a" ] && good_ps+=("${PS_OF[$n]}"); done
+    for n in "${plain_r[@]}"; do [ "${ARCH_OF[$n]}" = "$a" ] && bad_ps+=("${PS_OF[$n]}"); done
+    for n in "${plain_p[@]}"; do [ "${ARCH_OF[$n]}" = "$a" ] && good_ps+=("${PS_OF[$n]}"); done
     [ ${#good_ps[@]} -gt 0 ] && classes+=("page-size-only ($a fails at ${bad_ps[*]}, passes at ${good_ps[*]})")
   done
-  # sanitizer-only: only a sanitizer or Valgrind sees it.
-  if [ ${#qemu_r[@]} -eq 0 ] && ! in_list "host release" "${host_r[@]}"; then
+  # sanitizer-only: only a sanitizer or Valgrind sees it (on the host, or
+  # the libFuzzer build under QEMU: ASan+UBSan too).
+  static_r=()
+  for n in "${qemu_r[@]}"; do [ -n "${LF_OF[$n]:-}" ] || static_r+=("$n"); done
+  if [ ${#host_r[@]} -gt 0 ] && [ ${#static_r[@]} -eq 0 ] && ! in_list "host release" "${host_r[@]}"; then
     classes+=("sanitizer-only (${host_r[*]#host })")
   fi
 fi
@@ -258,7 +310,7 @@ if [ $threaded = yes ] && { [ $flaky = 1 ] || in_list "host tsan" "${host_r[@]}"
 fi
 race=no
 [[ ${OUT[host tsan]:-} == race* ]] && race=yes
-weak=$(for n in "${qemu_r[@]}"; do case ${ARCH_OF[$n]} in aarch64 | ppc64le | riscv64 | armhf) echo "${ARCH_OF[$n]}" ;; esac; done | sort -u | xargs)
+weak=$(for n in "${plain_r[@]}"; do case ${ARCH_OF[$n]} in aarch64 | ppc64le | riscv64 | armhf) echo "${ARCH_OF[$n]}" ;; esac; done | sort -u | xargs)
 if [ $race = yes ]; then classes+=("ordering suspected (ThreadSanitizer reports a data race)")
 elif [ $threaded = yes ] && [ -n "$weak" ] && ! in_list "host release" "${host_r[@]}"; then
   classes+=("ordering suspected (threaded, fails on weakly ordered $weak only)")
@@ -356,13 +408,18 @@ stack() {
     echo "(gdb, the host $v build)"
     until_seen '^#0 ' "$W/logs/stack.log" gdb -q -batch -ex run -ex bt --args "$(host_bin "$v")" -q "$min" </dev/null
     grep -E "$frames" "$W/logs/stack.log" | head -n 40
+  elif [ -n "${LF_OF[$ref]:-}" ]; then
+    echo "(the libFuzzer build's report, under qemu-${ARCH_OF[$ref]} -R)"
+    until_seen 'ERROR: |runtime error|vigil oracle|vigil: ' "$W/logs/stack.log" "${ref_cmd[@]}" "$min"
+    grep -E "$frames" "$W/logs/stack.log" | head -n 40
   else
     # The guest waits on QEMU's gdb stub for gdb-multiarch, which runs it to
     # the fatal signal and prints the backtrace.
-    local port=$((20000 + RANDOM % 20000)) a=${ARCH_OF[$ref]} ps=${PS_OF[$ref]}
+    local port=$((20000 + RANDOM % 20000)) a=${ARCH_OF[$ref]} ps=${PS_OF[$ref]} rv=()
     qt_load "$a" >/dev/null
-    echo "(gdb-multiarch on qemu-$a -g, page size $ps)"
-    { timeout "$HANG" "$T_QEMU" -L "$T_SYSROOT" -p "$ps" -g "$port" "$BUILD/qemu/$a/replay/$target" -q "$min" \
+    [ -n "${RV_OF[$ref]:-}" ] && rv=(-R "$T_RESERVED_VA")
+    echo "(gdb-multiarch on qemu-$a ${rv[*]}${rv:+ }-g, page size $ps)"
+    { timeout "$HANG" "$T_QEMU" "${rv[@]}" -L "$T_SYSROOT" -p "$ps" -g "$port" "$BUILD/qemu/$a/replay/$target" -q "$min" \
         >"$W/logs/stack-guest.log" 2>&1 & } 2>/dev/null
     local qpid=$!
     sleep 1
@@ -412,6 +469,12 @@ echo "matrix, logs, minimized input and stack: $W/"
 variant=release
 case $ref in host\ asan) variant=asan ;; host\ ubsan) variant=ubsan ;; host\ tsan) variant=tsan ;; esac
 bisect_args=(-t "$target" -r "$runs")
+if [ -n "${RV_OF[$ref]:-}" ]; then
+  # fuzz/bisect.sh runs the static build at one page size, without -R.
+  echo "no bisect command: only qemu -R reproduces it, which fuzz/bisect.sh does not run$([ $emulator = yes ] &&
+    echo " (emulator suspected: qemu-targets/README.md, Known QEMU bugs)")"
+  exit 0
+fi
 if [[ $ref == host* ]]; then bisect_args+=(-v "$variant")
 else bisect_args+=(-a "${ARCH_OF[$ref]}" -p "${PS_OF[$ref]}"); fi
 echo "find the commit that introduced it: fuzz/bisect.sh ${bisect_args[*]} $W/input GOOD_COMMIT [BAD_COMMIT]"

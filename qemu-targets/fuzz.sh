@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # Fuzzing on the QEMU targets: `make qemu-fuzz` runs
-#   qemu-targets/fuzz.sh [-s SECONDS] [-t "TARGETS"] [ARCH...]
+#   qemu-targets/fuzz.sh [-s SECONDS | -n EXECS] [-S SEED] [-t "TARGETS"] [ARCH...]
 # (default: 60 s, every target of fuzz/fuzz.mk, all six arches).
 # SECONDS is the time of one (arch, target) run, as in `make fuzz`; runs go
-# one after the other.  For each ARCH (a file qemu-targets/ARCH):
+# one after the other.  -n: a fixed count instead, EXECS executions a run
+# (the seeds included), from SEED (default 1) and the seeds alone, so the
+# same tree runs the same inputs every time (libFuzzer -seed -runs, from an
+# empty corpus/ of its own; replay -M -s -r); a run that cannot finish its
+# count within COUNT_CAP seconds is an error.  -S SEED with -s: a seeded
+# campaign.  For each ARCH (a file qemu-targets/ARCH):
 #   aarch64  libFuzzer (coverage-guided, ASan+UBSan), built by clang for
 #            aarch64 (qemu.mk's qemu-fuzz section), under qemu-aarch64
 #   others   the replay driver's mutation mode (replay -M: random mutations
 #            of the corpus, no coverage), the cross build of qemu.mk, under
 #            qemu-ARCH -p PAGESIZE (the target's largest page size)
 # Work goes to $BUILD/qemu-fuzz/ARCH/TARGET/ (corpus/ for libFuzzer, which
-# grows from run to run; crashes/; log).  Prints a table, then each crash's
+# grows from run to run, or with -n fixed-corpus/, emptied first; crashes/;
+# log).  Prints a table, then each crash's
 # file and the command that reproduces it.  Exit status 1 on a crash or an
 # error, else 0.
 set -u
@@ -18,20 +24,32 @@ cd "$(dirname "$0")/.." || exit 1
 QT_WHO=qemu-fuzz
 . qemu-targets/lib.sh
 HANG=30 # seconds one input may take (the fork and corrupt targets give a child 10-20 s)
-seconds=60 targets=""
+COUNT_CAP=600 # -n: the seconds a run may take to make its count
+seconds=60 execs_n="" seed_n="" targets="" given_s=""
 usage() {
-  echo "usage: $0 [-s SECONDS] [-t \"TARGET...\"] [ARCH...]   (make qemu-fuzz SECONDS= ARCHES= FUZZ_TARGETS=)" >&2
+  echo "usage: $0 [-s SECONDS | -n EXECS] [-S SEED] [-t \"TARGET...\"] [ARCH...]" >&2
+  echo "       (make qemu-fuzz SECONDS= | EXECS= [SEED=] ARCHES= FUZZ_TARGETS=)" >&2
   exit 2
 }
-while getopts s:t:h o; do
+while getopts s:n:S:t:h o; do
   case $o in
-    s) seconds=$OPTARG ;;
+    s) seconds=$OPTARG given_s=1 ;;
+    n) execs_n=$OPTARG ;;
+    S) seed_n=$OPTARG ;;
     t) targets=$OPTARG ;;
     *) usage ;;
   esac
 done
 shift $((OPTIND - 1))
 [[ $seconds =~ ^[1-9][0-9]*$ ]] || { echo "qemu-fuzz: SECONDS must be a positive whole number, not '$seconds'" >&2; exit 2; }
+if [ -n "$execs_n" ]; then
+  [ -z "$given_s" ] || { echo "qemu-fuzz: -s SECONDS and -n EXECS do not go together (a run is timed or counted)" >&2; exit 2; }
+  [[ $execs_n =~ ^[1-9][0-9]{0,8}$ ]] || { echo "qemu-fuzz: EXECS must be a positive whole number, not '$execs_n'" >&2; exit 2; }
+  seed_n=${seed_n:-1}
+fi
+# (libFuzzer takes -seed=0 as "pick one")
+[ -z "$seed_n" ] || [[ $seed_n =~ ^[1-9][0-9]{0,8}$ ]] ||
+  { echo "qemu-fuzz: SEED must be a whole number from 1 to 999999999, not '$seed_n'" >&2; exit 2; }
 [ $# -gt 0 ] || set -- $(qt_all)
 all_targets=$(sed -n 's/^FUZZ_TARGETS *:= *//p' fuzz/fuzz.mk)
 read -r -a targets <<<"${targets:-$all_targets}"
@@ -48,14 +66,10 @@ for arch in "$@"; do
   qt_load "$arch" && qt_tools "$arch" || { bad=1; continue; }
   missing=() pkgs=$T_PACKAGES
   if [ "$arch" = aarch64 ]; then
-    pkgs+=" clang libclang-rt-14-dev:arm64 libstdc++-12-dev-arm64-cross"
-    rt=$(clang -print-runtime-dir 2>/dev/null)
-    command -v clang >/dev/null || missing+=(clang)
-    for l in fuzzer asan ubsan_standalone; do
-      [ -e "$rt/libclang_rt.$l-aarch64.a" ] || missing+=("$rt/libclang_rt.$l-aarch64.a")
-    done
-    ls "$T_SYSROOT"/lib/libstdc++.so* /usr/lib/gcc-cross/aarch64-linux-gnu/*/libstdc++.so >/dev/null 2>&1 ||
-      missing+=("libstdc++ for aarch64")
+    pkgs+=" $QT_LF_PACKAGES"
+    qt_lf_missing
+    missing=("${QT_LF_MISSING[@]}")
+    [ -n "$T_RESERVED_VA" ] || missing+=("RESERVED_VA in qemu-targets/aarch64 (libFuzzer's -R)")
   fi
   if [ ${#missing[@]} -gt 0 ]; then
     echo "qemu-fuzz: $arch: missing ${missing[*]}"
@@ -113,32 +127,42 @@ $(tail -n 15 "$work/$arch/build.log" | sed 's/^/     | /')")
     seeds=()
     for d in "corpus/$t" "corpus/regressions/$t"; do [ -d "$d" ] && seeds+=("$d"); done
     before=$(ls "$dir/crashes" | wc -l)
-    echo "qemu-fuzz: $arch/$t: $engine, $seconds s"
+    if [ -n "$execs_n" ]; then echo "qemu-fuzz: $arch/$t: $engine, $execs_n execs, seed $seed_n"
+    else echo "qemu-fuzz: $arch/$t: $engine, $seconds s${seed_n:+, seed $seed_n}"; fi
     start=$(date +%s.%N)
     if [ $engine = libfuzzer ]; then
-      # -R: a 39-bit guest address space, the layout ASan picks from the
-      # guest's stack address; without it QEMU maps above 2^39 and ASan
-      # stops with "CHECK failed: asan_poisoning.cpp:36".  -rss_limit_mb=0:
-      # libFuzzer's RSS thread hangs the start-up under QEMU.
-      # LD_LIBRARY_PATH=/lib (the sysroot's, through -L): once arm64 is a
-      # dpkg architecture (libclang-rt-14-dev:arm64 brings libc6:arm64), the
-      # guest's loader finds the host's /lib/aarch64-linux-gnu/libc.so.6
-      # through /etc/ld.so.cache, a different glibc build from the
-      # sysroot's ld.so, and pthread_create hangs.
-      q=("$T_QEMU" -R 0x8000000000 -L "$T_SYSROOT" -E LD_LIBRARY_PATH=/lib)
-      rm -rf "$dir/seeds" && mkdir -p "$dir/corpus"
+      # qemu-aarch64 -R -E LD_LIBRARY_PATH=/lib, and -rss_limit_mb=0: why,
+      # in lib.sh (qt_lf_runner).
+      qt_lf_runner
+      q=("${QT_LF_RUN[@]}")
+      rm -rf "$dir/seeds"
       "$BUILD/fuzz/replay/$t" -A "$dir/seeds" "${seeds[@]}" >/dev/null
-      cmd=("${q[@]}" "$BUILD/qemu-fuzz/build-aarch64/bin/$t" -max_total_time="$seconds" -timeout=$HANG
+      if [ -n "$execs_n" ]; then
+        # Counted: from the seeds only, into a corpus emptied first (the
+        # campaign's corpus/ is not read); -reload=0: nothing else writes it.
+        lcorpus=$dir/fixed-corpus
+        rm -rf "$lcorpus"
+        limit=(-seed="$seed_n" -runs="$execs_n" -max_total_time=$COUNT_CAP -reload=0)
+      else
+        lcorpus=$dir/corpus
+        limit=(-max_total_time="$seconds" ${seed_n:+-seed="$seed_n"})
+      fi
+      mkdir -p "$lcorpus"
+      cmd=("${q[@]}" "$BUILD/qemu-fuzz/build-aarch64/bin/$t" "${limit[@]}" -timeout=$HANG
            -rss_limit_mb=0 -close_fd_mask=1 -print_final_stats=1 -artifact_prefix="$dir/crashes/"
-           "$dir/corpus" "$dir/seeds")
+           "$lcorpus" "$dir/seeds")
     else
-      seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+      seed=${seed_n:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
       qt_runner "$ps"
       q=("${QT_RUN[@]}")
-      cmd=("${q[@]}" "$BUILD/qemu/$arch/replay/$t" -q -M "$seconds" -s "$seed" -t $HANG -o "$dir/crashes" "${seeds[@]}")
+      if [ -n "$execs_n" ]; then limit=(-M $COUNT_CAP -r "$execs_n")
+      else limit=(-M "$seconds"); fi
+      cmd=("${q[@]}" "$BUILD/qemu/$arch/replay/$t" -q "${limit[@]}" -s "$seed" -t $HANG -o "$dir/crashes" "${seeds[@]}")
     fi
+    cap=$seconds
+    [ -n "$execs_n" ] && cap=$COUNT_CAP
     # (braces: no "Aborted" job notice from bash when the run crashes)
-    { timeout -k 5 $((seconds + HANG + 120)) "${cmd[@]}" >"$log" 2>&1; } 2>/dev/null
+    { timeout -k 5 $((cap + HANG + 120)) "${cmd[@]}" >"$log" 2>&1; } 2>/dev/null
     rc=$?
     secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
     if [ $engine = libfuzzer ]; then
@@ -153,8 +177,18 @@ $(tail -n 15 "$work/$arch/build.log" | sed 's/^/     | /')")
       files=$(sed -n 's/^replay: input saved to //p' "$log")
       new=$(printf '%s' "$files" | grep -c .)
       ok_line=$(grep -c '^mutate: .* no crash$' "$log")
+      # -r saves its last input first, for a failure no handler sees: a
+      # clean run does not need it.
+      if [ $rc -eq 0 ] && [ "$ok_line" -gt 0 ]; then
+        sed -n 's/^replay: the last input of -r, saved first to //p' "$log" | while read -r f; do rm -f "$f"; done
+      fi
     fi
-    if [ $rc -eq 0 ] && [ "$ok_line" -gt 0 ]; then
+    if [ $rc -eq 0 ] && [ "$ok_line" -gt 0 ] && [ -n "$execs_n" ] && [ "${execs:-0}" -lt "$execs_n" ]; then
+      result="error: ${execs:-0} of $execs_n execs in ${COUNT_CAP} s"
+      failed=$((failed + 1))
+      details+=("---- $arch/$t ($engine): stopped after ${execs:-0} of $execs_n executions (the $COUNT_CAP s cap)
+     command: $(q "${cmd[@]}")")
+    elif [ $rc -eq 0 ] && [ "$ok_line" -gt 0 ]; then
       result=ok
     elif [ -n "$files" ]; then
       result=CRASH
@@ -170,6 +204,9 @@ $(tail -n 15 "$work/$arch/build.log" | sed 's/^/     | /')")
         else
           rep=("${q[@]}" "$BUILD/qemu-fuzz/build-aarch64/bin/$t" "$f")
           rep=(env "ASAN_OPTIONS=$ASAN_OPTIONS" "${rep[@]}")
+          [ -n "$execs_n" ] && again="
+     the run again (the same inputs; on a threaded target, until thread timing changes which add coverage):
+       rm -rf $(q "$lcorpus") && mkdir $(q "$lcorpus") && $(q env "ASAN_OPTIONS=$ASAN_OPTIONS" "${cmd[@]}")"
         fi
         details+=("---- $arch/$t ($engine): $(grep -m1 -E 'vigil oracle|vigil: |ERROR: |corrupt:|signal|hang|exit\(\)' "$log" | cut -c1-160)
      saved: $f

@@ -11,17 +11,20 @@ MAKE=${MAKE:-make}
 QT_WHO=${QT_WHO:-qemu}
 NATIVE=${NATIVE:-}
 [ "$NATIVE" = 0 ] && NATIVE=
-QT_KEYS=(TRIPLE CC QEMU SYSROOT PAGESIZES EXTRA_CFLAGS PACKAGES KNOWN_FAIL)
+QT_KEYS=(TRIPLE CC QEMU SYSROOT PAGESIZES EXTRA_CFLAGS PACKAGES KNOWN_FAIL RESERVED_VA)
 QT_REQUIRED=(TRIPLE CC QEMU SYSROOT PAGESIZES PACKAGES)
 
 # Environment that would change what QEMU or the guest does.
 unset QEMU_PAGESIZE QEMU_LD_PREFIX QEMU_SET_ENV QEMU_UNSET_ENV QEMU_STRACE QEMU_CPU \
       QEMU_GUEST_BASE QEMU_RESERVED_VA QEMU_LOG VIGIL_OPTIONS MALLOC_CHECK_ MALLOC_PERTURB_
 
-# The targets: every file in qemu-targets/ without an extension.
+# The targets: every file in qemu-targets/ without an extension (not the
+# folders: bugs/ holds programs that show QEMU's own bugs).
 qt_all() {
   local g
-  for g in qemu-targets/*; do [[ $(basename "$g") == *.* ]] || basename "$g"; done
+  for g in qemu-targets/*; do
+    if [ -f "$g" ] && [[ $(basename "$g") != *.* ]]; then basename "$g"; fi
+  done
 }
 
 # The target file of the host's arch (for NATIVE=1 without ARCHES).
@@ -96,9 +99,43 @@ qt_build() {
   env -u MAKEFLAGS -u MFLAGS -u MAKEOVERRIDES "${QT_BUILD_CMD[@]}" >"$QT_OUT/build.log" 2>&1
 }
 
-# qt_runner PAGESIZE (after qt_load): QT_RUN, the prefix that runs a guest
-# binary at that page size (empty when NATIVE).
+# qt_runner PAGESIZE [R] (after qt_load): QT_RUN, the prefix that runs a
+# guest binary at that page size (empty when NATIVE); with R, under
+# `-R $T_RESERVED_VA` too, the guest address space the target's libFuzzer
+# runs use (README.md, "Known QEMU bugs": -R brings a bug of its own).
 qt_runner() {
   if [ -n "$NATIVE" ]; then QT_RUN=()
-  else QT_RUN=("$T_QEMU" -L "$T_SYSROOT" -p "$1"); fi
+  else QT_RUN=("$T_QEMU" ${2:+-R "$T_RESERVED_VA"} -L "$T_SYSROOT" -p "$1"); fi
+}
+
+# The aarch64 libFuzzer build (qemu.mk's qemu-fuzz section), shared by
+# fuzz.sh and fuzz/triage.sh.
+QT_LF_PACKAGES="clang libclang-rt-14-dev:arm64 libstdc++-12-dev-arm64-cross"
+# qt_lf_missing (after qt_load aarch64): QT_LF_MISSING, what the libFuzzer
+# build needs and does not find (empty when everything is there).
+qt_lf_missing() {
+  local rt l
+  QT_LF_MISSING=()
+  rt=$(clang -print-runtime-dir 2>/dev/null)
+  command -v clang >/dev/null || QT_LF_MISSING+=(clang)
+  for l in fuzzer asan ubsan_standalone; do
+    [ -e "$rt/libclang_rt.$l-aarch64.a" ] || QT_LF_MISSING+=("$rt/libclang_rt.$l-aarch64.a")
+  done
+  ls "$T_SYSROOT"/lib/libstdc++.so* /usr/lib/gcc-cross/aarch64-linux-gnu/*/libstdc++.so >/dev/null 2>&1 ||
+    QT_LF_MISSING+=("libstdc++ for aarch64")
+}
+# qt_lf_runner (after qt_load aarch64): QT_LF_RUN, the prefix that runs a
+# libFuzzer binary, $BUILD/qemu-fuzz/build-aarch64/bin/<target>.
+#   -R: a 39-bit guest address space, the layout ASan picks from the guest's
+#   stack address; without it QEMU maps above 2^39 and ASan stops with
+#   "CHECK failed: asan_poisoning.cpp:36".
+#   LD_LIBRARY_PATH=/lib (the sysroot's, through -L): once arm64 is a dpkg
+#   architecture (libclang-rt-14-dev:arm64 brings libc6:arm64), the guest's
+#   loader finds the host's /lib/aarch64-linux-gnu/libc.so.6 through
+#   /etc/ld.so.cache, a different glibc build from the sysroot's ld.so, and
+#   pthread_create hangs.
+# Give libFuzzer -rss_limit_mb=0 too: its RSS thread hangs the start-up under
+# QEMU.
+qt_lf_runner() {
+  QT_LF_RUN=("$T_QEMU" -R "$T_RESERVED_VA" -L "$T_SYSROOT" -E LD_LIBRARY_PATH=/lib)
 }

@@ -77,19 +77,23 @@ $(QEMU_OUT)/replay/%: $(QEMU_OUT)/obj/fuzz/%.o $(QEMU_SUPPORT_OBJS) $(QEMU_LIB)
 endif
 
 # ==== qemu-fuzz: fuzzing on the QEMU targets (qemu-targets/fuzz.sh) ========
-#   make qemu-fuzz [SECONDS=60] [ARCHES="..."] [FUZZ_TARGETS="..."]
+#   make qemu-fuzz [SECONDS=60 | EXECS=N] [SEED=S] [ARCHES="..."] [FUZZ_TARGETS="..."]
 # aarch64: libFuzzer (coverage-guided, ASan+UBSan) under qemu-aarch64; every
 # other arch: the replay driver's mutation mode (replay -M) under qemu-<arch>.
-# SECONDS is per (arch, target) run, as in `make fuzz`.  ARCHES defaults to
+# SECONDS is per (arch, target) run, as in `make fuzz`.  EXECS instead: a
+# fixed count of executions a run, from SEED (default 1) and the seeds only:
+# the same inputs every time (tests/qemu_fuzz_smoke.sh).  ARCHES defaults to
 # all six targets here (qemu-check's default is two).  Work, corpora and
 # crashes go to $(BUILD)/qemu-fuzz/.  See qemu-targets/README.md.
 QEMU_FUZZ_ARCHES = $(ARCHES)
 
-# (the arm64 clang runtime only when aarch64 is among the arches)
+# (the arm64 clang runtime only when aarch64 is among the arches; SECONDS
+# has fuzz.mk's default, so only one given by the user clashes with EXECS)
 qemu-fuzz:
+	$(if $(and $(filter command line environment,$(origin SECONDS)),$(EXECS)),$(error make qemu-fuzz: SECONDS= or EXECS=, not both: a run is timed or counted))
 	@bash ci/deps.sh $(if $(filter aarch64,$(QEMU_FUZZ_ARCHES)),qemu-fuzz,qemu)
-	@BUILD=$(BUILD) bash $(QEMU_DIR)/fuzz.sh -s $(or $(SECONDS),60) \
-	  $(if $(FUZZ_TARGETS),-t "$(FUZZ_TARGETS)") $(QEMU_FUZZ_ARCHES)
+	@BUILD=$(BUILD) bash $(QEMU_DIR)/fuzz.sh $(if $(EXECS),-n '$(EXECS)',-s '$(or $(SECONDS),60)') \
+	  $(if $(SEED),-S '$(SEED)') $(if $(FUZZ_TARGETS),-t "$(FUZZ_TARGETS)") $(QEMU_FUZZ_ARCHES)
 .PHONY: qemu-fuzz
 
 # The aarch64 libFuzzer binaries, $(BUILD)/qemu-fuzz/build-aarch64/bin/<t>:

@@ -8,8 +8,8 @@
 # must fail on the mutant and pass on the real tree; and an input the mutant
 # passes must be reported as reproducing nowhere, with nothing written.
 # Then the page-size-4k mutant, which only 16 and 64 KiB pages show, must be
-# classified architecture-only and page-size-only, with a stack from
-# gdb-multiarch; and remote-push-relaxed, which only ThreadSanitizer shows,
+# classified architecture-only and page-size-only (not emulator suspected:
+# aarch64 under -R, at 4 KiB, passes too), with a stack from gdb-multiarch; and remote-push-relaxed, which only ThreadSanitizer shows,
 # ordering suspected, with TSan's stack.  (Subsets of the matrix, to stay
 # short.)
 set -u
@@ -53,6 +53,8 @@ grep -qE '^host asan +2/2 +SIGABRT' "$out" || bad "matrix: no host asan row that
 for ps in 4 16 64; do
   grep -qE "^aarch64 p${ps}k +2/2 +SIGABRT: vigil oracle" "$out" || bad "matrix: no failing aarch64 row at ${ps} KiB pages"
 done
+grep -qE '^aarch64 -R p4k +2/2 +SIGABRT: vigil oracle' "$out" || bad "matrix: no failing aarch64 row under -R"
+grep -qE '^aarch64 -R libFuzzer +2/2 ' "$out" || bad "matrix: no failing aarch64 libFuzzer row under -R"
 grep -q '^classification: everywhere' "$out" || bad "not classified as failing everywhere"
 if [[ $(grep -m1 '^minimized: ' "$out") =~ ^minimized:\ ([0-9]+)\ -\>\ ([0-9]+)\ bytes\ \(libFuzzer ]]; then
   [ "${BASH_REMATCH[2]}" -lt "${BASH_REMATCH[1]}" ] || bad "the input did not get smaller"
@@ -110,6 +112,8 @@ done
 grep -q '^classification: .*architecture-only (aarch64 ppc64le)' "$pout" || bad "page-size mutant: not classified architecture-only"
 grep -q '^classification: .*page-size-only (aarch64 fails at 16384 65536, passes at 4096)' "$pout" ||
   bad "page-size mutant: not classified page-size-only"
+grep -qE '^aarch64 -R p4k +0/1 +pass' "$pout" || bad "page-size mutant: aarch64 under -R at 4 KiB should pass"
+grep -q '^classification: .*emulator suspected' "$pout" && bad "page-size mutant: classified emulator suspected"
 grep -A12 '^stack (gdb-multiarch on qemu-' "$pout" | grep -qE '#[0-9]+ .* at [^ ]+\.c:[0-9]+' ||
   bad "page-size mutant: no symbolized frame from gdb-multiarch"
 
