@@ -142,7 +142,10 @@ $(tail -n 15 "$work/$arch/build.log" | sed 's/^/     | /')")
         # campaign's corpus/ is not read); -reload=0: nothing else writes it.
         lcorpus=$dir/fixed-corpus
         rm -rf "$lcorpus"
-        limit=(-seed="$seed_n" -runs="$execs_n" -max_total_time=$COUNT_CAP -reload=0)
+        # -report_slow_units past -timeout: a slow unit (a loaded machine
+        # under QEMU and ASan) is timing, not a finding; hangs still are.
+        limit=(-seed="$seed_n" -runs="$execs_n" -max_total_time=$COUNT_CAP -reload=0
+               -report_slow_units=$((HANG * 10)))
       else
         lcorpus=$dir/corpus
         limit=(-max_total_time="$seconds" ${seed_n:+-seed="$seed_n"})
