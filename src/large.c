@@ -257,13 +257,14 @@ size_t vg_large_usable(const void *p) {
  * Growing commits headroom with mprotect (one syscall, and an eighth more
  * than asked, so a block grown in small steps makes a syscall only every
  * few steps).  When the headroom runs out, the pages move (mremap, no copy)
- * into a new reservation twice the new size, so a block grown from 16 B to
- * 256 MiB moves O(log n) times and its page tables are never moved on every
+ * into a new reservation four times the new size (twice on 32-bit), so a
+ * block grown from 16 B to 256 MiB moves O(log n) times and its page tables are never moved on every
  * step.  Every mremap names its destination (MREMAP_FIXED): under
  * qemu-user -R, a plain MREMAP_MAYMOVE that fails still unmaps the block
  * (qemu-targets/README.md).  Returns NULL, the block intact at p, when the
  * caller should fall back to allocate-copy-free. */
 #define PROBE_ABOVE ((size_t)1 << 30)
+#define HEADROOM (UINTPTR_MAX > 0xffffffffu ? 4u : 2u)
 
 static void *grow_moving(struct large *e, size_t nlen, size_t ps) {
   /* Above 1 GiB, first let the kernel refuse a size it cannot commit: a
@@ -276,8 +277,12 @@ static void *grow_moving(struct large *e, size_t nlen, size_t ps) {
     if (probe == NULL) return NULL;
     vg_os_unmap(probe, nlen);
   }
-  size_t room = nlen > PTRDIFF_MAX / 2 ? nlen : 2 * nlen;
+  /* Room for four times the size on 64-bit (a block grown by half each
+   * step moves every third step), twice on 32-bit, where address space is
+   * short; just the size if that much cannot be had. */
+  size_t room = nlen <= PTRDIFF_MAX / HEADROOM ? HEADROOM * nlen : nlen;
   uint8_t *r = vg_os_map(NULL, room + 2 * ps, 0);
+  if (r == NULL && room > nlen) r = vg_os_map(NULL, (room = nlen) + 2 * ps, 0);
   if (r == NULL) return NULL;
   uint8_t *user = r + ps;
   /* Commit the new part first: if the kernel refuses, the block has not
