@@ -114,7 +114,7 @@ static bool cache_take(size_t ulen, struct large *out) {
   size_t best_off = SIZE_MAX;
   for (unsigned i = 0; i < ncache; i++) {
     struct large *c = &cache[i];
-    if (room_of(c) < ulen || c->ulen / 2 > ulen) continue;
+    if (room_of(c) < ulen || c->ulen / 4 > ulen) continue;
     size_t off = c->ulen > ulen ? c->ulen - ulen : ulen - c->ulen;
     if (off < best_off) best = (int)i, best_off = off;
   }
@@ -197,15 +197,15 @@ static void adjust_thresholds(size_t ulen) {
 }
 
 /* Bytes of freed mappings kept: the tunable, or, while the thresholds
- * adjust themselves, twice the mmap threshold or half the live large bytes
- * when that is more.  Once frees have raised the threshold to a block size,
+ * adjust themselves, twice the mmap threshold or the live large bytes when
+ * that is more.  Once frees have raised the threshold to a block size,
  * glibc serves blocks up to it from its heap and keeps its free chunks; the
  * cache is vigil's counterpart for blocks too big for a segment. */
 static size_t cache_limit(void) {
   size_t limit = vg_option(OPT_large_cache), t = vg_mmap_threshold();
   if (!load_relaxed(&vg_opt_thresholds_fixed)) {
     if (limit < 2 * t) limit = 2 * t;
-    if (limit < live_bytes / 2) limit = live_bytes / 2;
+    if (limit < live_bytes) limit = live_bytes;
   }
   return limit;
 }
