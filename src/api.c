@@ -79,7 +79,10 @@ static size_t usable(void *p) {
       vg_fatal(V_DOUBLE_FREE, p);
     return pg->bsize;
   }
-  if (pg->kind == PK_SPAN && p == pg->start) return pg->bsize;
+  if (pg->kind == PK_SPAN && p == pg->start) {
+    if (vg_span_is_free(pg)) vg_fatal(V_DOUBLE_FREE, p);
+    return pg->bsize;
+  }
   vg_fatal(V_INVALID_POINTER, p);
 }
 

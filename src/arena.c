@@ -206,6 +206,17 @@ void vg_arena_abandon_page(struct page *pg) {
 
 /* ---- spans: page-multiple blocks between the small classes and the mmap
  * threshold.  They never enter a thread heap. */
+/* A span's owner is NULL while it is in use.  A freed span is claimed with
+ * one CAS on it, so two frees of one span (even in two threads at once)
+ * find it claimed: double free.  A thread with a heap keeps up to
+ * SPAN_CACHE of the spans it frees (owner = its heap, at most
+ * SPAN_CACHE_BYTES), and its next span request of the same length takes
+ * one without the arena lock: a loop that mallocs and frees one span (BZ
+ * 17195's fixed loop) then takes no lock at all.  The rest go back to the
+ * arena (owner = SPAN_FREED until the run is reused). */
+#define SPAN_FREED ((struct heap *)1)
+#define SPAN_CACHE_BYTES ((size_t)1 << 20)
+
 void *vg_span_alloc(size_t size, size_t align) {
   struct heap *h = vg_heap_get();
   if (h == NULL) return NULL;
@@ -213,6 +224,14 @@ void *vg_span_alloc(size_t size, size_t align) {
   size_t n = size ? (size + VG_PAGE - 1) / VG_PAGE : 1;
   size_t ap = align > VG_PAGE ? align / VG_PAGE : 1;
   if (n > VG_SEG_PAGES - VG_SEG_FIRST_PAGE || ap > VG_SEG_PAGES / 2) return NULL;
+  for (unsigned i = 0; ap == 1 && i < h->nspans; i++) {
+    struct page *pg = h->spans[i];
+    if (pg->npages != n) continue;
+    h->spans[i] = h->spans[--h->nspans];
+    h->span_bytes -= pg->bsize;
+    store_relaxed(&pg->owner, NULL);
+    return pg->start;
+  }
   vg_lock(&a->lock);
   unsigned first;
   struct segment *s = arena_run(a, (unsigned)n, (unsigned)ap, &first);
@@ -261,7 +280,8 @@ void *vg_span_resize(struct page *pg, size_t size) {
   return ok ? pg->start : NULL;
 }
 
-void vg_span_free(struct page *pg) {
+/* A claimed span's run goes back to its arena. */
+static void span_release(struct page *pg) {
   struct segment *s = segment_of_page(pg);
   struct arena *a = s->arena;
   vg_lock(&a->lock);
@@ -269,6 +289,32 @@ void vg_span_free(struct page *pg) {
   vg_arena_free_run(s, page_index(s, pg));
   vg_unlock(&a->lock);
 }
+
+void vg_span_free(struct page *pg) {
+  struct heap *h = vg_tl_heap, *none = NULL;
+  bool keep = h != NULL && h->nspans < VG_SPAN_CACHE && h->span_bytes + pg->bsize <= SPAN_CACHE_BYTES;
+  if (!atomic_compare_exchange_strong_explicit(&pg->owner, &none, keep ? h : SPAN_FREED, memory_order_relaxed,
+                                               memory_order_relaxed))
+    vg_fatal(V_DOUBLE_FREE, pg->start);
+  if (keep) {
+    h->spans[h->nspans++] = pg;
+    h->span_bytes += pg->bsize;
+  } else {
+    span_release(pg);
+  }
+}
+
+/* Thread exit and malloc_trim: the heap's kept spans go back. */
+void vg_span_cache_flush(struct heap *h) {
+  while (h->nspans > 0) {
+    struct page *pg = h->spans[--h->nspans];
+    h->span_bytes -= pg->bsize;
+    store_relaxed(&pg->owner, SPAN_FREED);
+    span_release(pg);
+  }
+}
+
+bool vg_span_is_free(const struct page *pg) { return load_relaxed(&pg->owner) != NULL; }
 
 /* ---- the heap pool ---------------------------------------------------------- */
 struct vg_lock vg_heap_pool_lock = VG_LOCK_INIT;
@@ -305,6 +351,8 @@ static struct heap *heap_new(void) {
       h->spare[c] = NULL;
     }
     h->full = NULL;
+    h->nspans = 0;
+    h->span_bytes = 0;
     h->next_free = NULL;
     store_relaxed(&h->remote, 0);
     h->arena = arena_pick_locked();

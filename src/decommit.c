@@ -155,7 +155,10 @@ void vg_decommit_after_free(struct arena *a) {
 int vg_trim_all(void) {
   int released = 0;
   struct heap *h = vg_tl_heap;
-  if (h) vg_heap_drain(h);
+  if (h) {
+    vg_span_cache_flush(h);
+    vg_heap_drain(h);
+  }
   unsigned n = load_relaxed(&vg_narenas);
   for (unsigned i = 0; i < n; i++) {
     struct arena *a = vg_arena_at(i);

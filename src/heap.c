@@ -146,6 +146,7 @@ static void abandon_list(struct page *pg) {
 }
 
 void vg_heap_abandon(struct heap *h) {
+  vg_span_cache_flush(h);
   vg_heap_drain(h);
   for (unsigned c = 0; c < VG_NCLASSES; c++) {
     abandon_list(h->avail[c]);

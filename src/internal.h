@@ -195,6 +195,7 @@ extern struct vg_lock vg_meta_lock;
 
 /* ---- thread heaps (heap.c) --------------------------------------------- */
 #define VG_REMOTE_CLOSED ((uintptr_t)1)
+#define VG_SPAN_CACHE 4u
 enum heap_state { HEAP_FREE, HEAP_LIVE, HEAP_ORPHANED };
 
 struct heap {
@@ -202,6 +203,9 @@ struct heap {
   struct page *avail[VG_NCLASSES]; /* pages of the class that may have room */
   struct page *full;               /* pages with no room; any class */
   struct page *spare[VG_NCLASSES]; /* an empty page kept for reuse (if still empty) */
+  struct page *spans[VG_SPAN_CACHE]; /* freed spans kept for reuse (arena.c) */
+  unsigned nspans;
+  size_t span_bytes;
   _Atomic uintptr_t remote;        /* blocks freed by other threads; VG_REMOTE_CLOSED once abandoned */
   struct arena *arena;
   struct heap *next_free; /* pool free list */
@@ -246,6 +250,8 @@ void vg_arena_free_abandoned(struct page *pg, struct block *b) HIDDEN;
 void vg_arena_abandon_page(struct page *pg) HIDDEN;
 void *vg_span_alloc(size_t size, size_t align) HIDDEN;
 void vg_span_free(struct page *pg) HIDDEN;
+void vg_span_cache_flush(struct heap *h) HIDDEN;
+bool vg_span_is_free(const struct page *pg) HIDDEN; /* kept by a heap, or on its way back */
 void *vg_span_resize(struct page *pg, size_t size) HIDDEN; /* NULL: cannot in place */
 void vg_heap_pool_put(struct heap *h) HIDDEN;
 extern struct heap *vg_all_heaps;

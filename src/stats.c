@@ -28,6 +28,8 @@ static void add_arena(struct arena *a, struct totals *t) {
         t->small_free += (pg->capacity - used) * (size_t)pg->bsize;
         t->free_slots += pg->capacity - used;
         if (load_relaxed(&pg->owner) == NULL) t->abandoned_pages++;
+      } else if (pg->kind == PK_SPAN && vg_span_is_free(pg)) {
+        t->free_pages += pg->npages; /* kept by a heap for reuse */
       } else if (pg->kind == PK_SPAN) {
         t->spans++;
         t->span_bytes += pg->bsize;
