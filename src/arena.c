@@ -210,7 +210,7 @@ void vg_arena_abandon_page(struct page *pg) {
  * one CAS on it, so two frees of one span (even in two threads at once)
  * find it claimed: double free.  A thread with a heap keeps up to
  * SPAN_CACHE of the spans it frees (owner = its heap, at most
- * SPAN_CACHE_BYTES), and its next span request of the same length takes
+ * SPAN_CACHE_BYTES, or a trim threshold the user set), and its next span request of the same length takes
  * one without the arena lock: a loop that mallocs and frees one span (BZ
  * 17195's fixed loop) then takes no lock at all.  The rest go back to the
  * arena (owner = SPAN_FREED until the run is reused). */
@@ -292,7 +292,10 @@ static void span_release(struct page *pg) {
 
 void vg_span_free(struct page *pg) {
   struct heap *h = vg_tl_heap, *none = NULL;
-  bool keep = h != NULL && h->nspans < VG_SPAN_CACHE && h->span_bytes + pg->bsize <= SPAN_CACHE_BYTES;
+  /* A trim threshold the user set bounds what is kept, too. */
+  size_t cap = SPAN_CACHE_BYTES;
+  if (load_relaxed(&vg_opt_thresholds_fixed) && vg_trim_threshold() < cap) cap = vg_trim_threshold();
+  bool keep = h != NULL && h->nspans < VG_SPAN_CACHE && h->span_bytes + pg->bsize <= cap;
   if (!atomic_compare_exchange_strong_explicit(&pg->owner, &none, keep ? h : SPAN_FREED, memory_order_relaxed,
                                                memory_order_relaxed))
     vg_fatal(V_DOUBLE_FREE, pg->start);
