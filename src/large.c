@@ -279,10 +279,17 @@ static void *grow_moving(struct large *e, size_t nlen, size_t ps) {
   }
   /* Room for four times the size on 64-bit (a block grown by half each
    * step moves every third step), twice on 32-bit, where address space is
-   * short; just the size if that much cannot be had. */
+   * short. */
   size_t room = nlen <= PTRDIFF_MAX / HEADROOM ? HEADROOM * nlen : nlen;
   uint8_t *r = vg_os_map(NULL, room + 2 * ps, 0);
-  if (r == NULL && room > nlen) r = vg_os_map(NULL, (room = nlen) + 2 * ps, 0);
+  /* Less headroom, but still a fraction of the size, so that moves stay
+   * O(log n) until the address space itself runs out (found on i686 and
+   * armhf: with just the size reserved, +4 KiB steps moved every step). */
+  for (unsigned k = 1; r == NULL && k <= 4; k++) {
+    room = nlen + (nlen >> k) > nlen ? align_up(nlen + (nlen >> k), ps) : nlen;
+    r = vg_os_map(NULL, room + 2 * ps, 0);
+  }
+  if (r == NULL) r = vg_os_map(NULL, (room = nlen) + 2 * ps, 0);
   if (r == NULL) return NULL;
   uint8_t *user = r + ps;
   /* Commit the new part first: if the kernel refuses, the block has not
