@@ -485,6 +485,21 @@ static void exec_fork(struct run *r, size_t i, const struct op *o, size_t from, 
          WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
 }
 
+/* M_PERTURB makes glibc's free write over every heap block, and the blocks
+ * the oracle skips while perturb is on (exec_alloc) may already be live: a
+ * 20 GiB block that glibc took from its heap (the program had set a huge
+ * M_MMAP_THRESHOLD) cost a minute of page faults at the final free
+ * (corpus/regressions/options/NOTES).  Before perturb goes on, such blocks
+ * are freed on both sides, as after a big request only one side got. */
+static void drop_huge_glibc_blocks(struct run *r, size_t i, const struct op *o) {
+  for (unsigned s = 0; s < PROG_SLOTS; s++)
+    if (r->gslot[s] && malloc_usable_size(r->gslot[s]) > MODEL_CHECK_MAX)
+      release_both(r, i, o, &r->m.slot[s], &r->gslot[s]);
+  for (unsigned b = 0; b < PROG_MAILBOXES; b++)
+    if (r->gmail[b] && malloc_usable_size(r->gmail[b]) > MODEL_CHECK_MAX)
+      release_both(r, i, o, &r->m.mailbox[b], &r->gmail[b]);
+}
+
 /* The cost check after every op, where the counts are the program's own:
  * in the main thread while no spawned thread runs (threads target: their
  * ops are checked at the next such op, or at the end), and in a fork child. */
@@ -546,6 +561,7 @@ static void exec_range(struct run *r, unsigned t, size_t from, size_t to, int in
         break;
       }
       case OP_TUNE: {
+        if (o->param == M_PERTURB && o->value != 0 && r->glibc) drop_huge_glibc_blocks(r, i, o);
         errno = SENTINEL_ERRNO;
         struct outcome v = {0, 0, vigil_mallopt(o->param, o->value)}, g = v;
         if (o->param == M_PERTURB) r->perturb = o->value != 0; /* glibc: any non-zero value */
