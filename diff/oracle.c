@@ -466,6 +466,7 @@ static void exec_fork(struct run *r, size_t i, const struct op *o, size_t from, 
     cost_begin(&r->cost, !forbid, forbid);
     r->m.pages.peak = r->m.pages.now;
     exec_range(r, 0, from, to, 1);
+    cost_report(&r->cost, "fork child", to - from, r->m.pages.peak);
     _exit(0); /* never exit(): the fuzzer's hooks must not run in the child */
   }
   int st = 0;
