@@ -2,7 +2,7 @@
  *
  * Moved bytes.  A block that has to move to grow gets half as much room
  * again (src/api.c), and a large block whose headroom runs out moves into a
- * reservation twice its size (src/large.c).  Between two moves of a growing
+ * reservation at least twice its size (src/large.c).  Between two moves of a growing
  * chain its usable size therefore rises by 1.5x at least, and each move
  * carries at most the old usable size: the moves of one growth form a
  * geometric series, at most 3x the usable size before the last move, which
@@ -30,7 +30,7 @@
  *     where it is earns K x min(1, 8 |new - old| / usable): headroom is
  *     committed an eighth more than asked, so a block grown in small steps
  *     commits once per eighth of its size, and it is shrunk in place only
- *     below half (+4 KiB steps to 16 MiB: 41 calls, bound 412; K per op
+ *     below half (+4 KiB steps to 16 MiB: 31 calls, bound 572; K per op
  *     would allow 27,000 and hide a commit on every step);
  *   - nothing per op on a small block or a span: their cost is in pages.
  *     A purge makes one madvise per contiguous run of dirty pages, and
@@ -39,14 +39,18 @@
  *     purge.  Segments (8 calls for 61 pages) are mapped as the pages in use
  *     grow and unmapped only by a purge.  So the cost is R x (pages) per
  *     purge "round", and the rounds are:
- *       2    threshold purges: a purge happens when the arena holds more
- *            dirty bytes than its threshold, and when those pages are
- *            needed again within decay_ms the threshold doubles past what
- *            was returned (decommit.c), so successive purges return
- *            geometrically more: their sum is at most 2x the largest;
- *       + ticks x (1 + spawns)   one aged-page purge per decay_ms of wall
- *            time per arena (a thread may bring its own), counted from the
- *            clock, so slow runs (QEMU, Valgrind, sanitizers) get more;
+ *       2    the purges dirty bytes force at once: past the hard cap (32
+ *            MiB, or 4x the arena's threshold) a free purges everything,
+ *            and when those pages are needed again within decay_ms the
+ *            threshold doubles past what was returned (decommit.c), so
+ *            successive forced purges return geometrically more: their sum
+ *            is at most 2x the largest;
+ *       + ticks x (1 + spawns)   one purge per decay_ms of wall time per
+ *            arena (a thread may bring its own): a tick, at a free or an
+ *            arena allocation, returns every dirty page when the arena is
+ *            over its threshold, else those that stayed unused a whole
+ *            decay_ms.  Counted from the clock, so slow runs (QEMU,
+ *            Valgrind, sanitizers) get more;
  *       + events   a trim purges everything; a thread's exit purges and
  *            resets its arena's learnt threshold; a fork child starts again.
  *     The pages are the peak, over the program, of what its blocks need:
@@ -59,10 +63,13 @@
  *   - S (16) per trim, spawn and fork, on top of their round.
  * A loop of span-sized malloc/free has bound W + R x 3 x (pages + 1): O(1)
  * however long it runs (100 KiB: 34, whatever the count; the real tree
- * makes 0 to 8 calls); a decommit policy that purges on every free costs
- * one madvise per round and crosses it at the 35th.  Measured margins on
- * the shapes of corpus/api/cost-*.ops and of seed 000 (BZ 17195's mixed
- * sizes in rounds): 5x to 80x, with madvise or remap decommit.
+ * makes none once its first segment is mapped, 8 calls in a fresh
+ * process); a decommit policy that purges on every free costs one madvise
+ * per round and crosses it at the 35th.  Measured margins on the shapes of
+ * corpus/api/cost-*.ops and of seed 000 (BZ 17195's mixed sizes in rounds,
+ * 4 MiB span churn, 2 MiB-aligned spans, +1 B to +4 KiB growth), each in a
+ * fresh process: 4x (that span loop) to 90x, with madvise or remap
+ * decommit.
  *
  * Where it is off: cost_tunables_forbid (fixed thresholds, decay_ms 0) and
  * oracle.c (the fork target's parent, whose background threads allocate;
