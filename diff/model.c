@@ -9,6 +9,7 @@
 void model_init(struct model *m) {
   memset(m->slot, 0, sizeof m->slot);
   memset(m->mailbox, 0, sizeof m->mailbox);
+  memset(&m->pages, 0, sizeof m->pages);
   pthread_mutex_init(&m->lock, NULL);
 }
 
@@ -41,9 +42,22 @@ const char *model_add(struct model *m, struct mblock *where, const struct mblock
         bad = why;
       }
   }
-  if (!bad) *where = *b;
+  if (!bad) {
+    if (where->p) cost_pages_account(&m->pages, where, -1);
+    *where = *b;
+    cost_pages_account(&m->pages, b, 1);
+  }
   pthread_mutex_unlock(&m->lock);
   return bad;
+}
+
+struct mblock model_take(struct model *m, struct mblock *where) {
+  pthread_mutex_lock(&m->lock);
+  struct mblock b = *where;
+  memset(where, 0, sizeof *where);
+  if (b.p) cost_pages_account(&m->pages, &b, -1);
+  pthread_mutex_unlock(&m->lock);
+  return b;
 }
 
 const char *model_verify(const struct mblock *b) {

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stddef.h>
 
+#include "cost.h"
 #include "program.h"
 
 /* Contents are checked over at most this many bytes of a block. */
@@ -24,18 +25,23 @@ struct mblock {
   size_t valid;     /* bytes whose contents are known */
   unsigned char fill;
   unsigned char content; /* enum content */
+  unsigned char large;   /* in a mapping of its own (vigil says so) */
+  size_t credit, moved;  /* its realloc chain (cost.h) */
 };
 
 struct model {
   struct mblock slot[PROG_SLOTS];
   struct mblock mailbox[PROG_MAILBOXES];
   pthread_mutex_t lock; /* guards the table: threads check overlap against all of it */
+  struct cost_pages pages; /* what the live blocks need, under the lock (cost.h) */
 };
 
 void model_init(struct model *m);
 /* Checks a block an allocator just returned and records it in *where.
  * Returns NULL when all is well, else a description of the violation. */
 const char *model_add(struct model *m, struct mblock *where, const struct mblock *b);
+/* Takes the block out of *where (which becomes empty) and returns it. */
+struct mblock model_take(struct model *m, struct mblock *where);
 /* Verifies the known contents; NULL when they hold. */
 const char *model_verify(const struct mblock *b);
 /* Writes `byte` over the block (up to MODEL_CHECK_MAX) and records it. */

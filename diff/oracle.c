@@ -67,7 +67,14 @@ struct run {
   pthread_cond_t mail_cond; /* signalled under m.lock when a mailbox fills */
   int perturb;              /* M_PERTURB is on: both allocators write every new block */
   _Atomic long wait_budget_ms; /* recv waits share this, so no program runs for long */
+  struct cost cost;
+  int nlive; /* spawned threads running (the main thread's count): syscall counts are then in flux */
 };
+
+/* The syscall allowance the op a thread is running earned by touching a
+ * large block (or by a request that may have tried to map one), in
+ * 1/COST_UNIT syscalls (cost_large_op). */
+static __thread unsigned long op_allow;
 
 _Noreturn void oracle_fail(const char *target, size_t index, const struct op *op, const char *fmt, ...) {
   char text[160] = "(end of program)";
@@ -129,11 +136,9 @@ static size_t next_pow2(size_t a) {
 
 /* Frees slot s (vigil) with its checks: contents, and free keeping errno. */
 static void release(struct run *r, size_t i, const struct op *o, struct mblock *where) {
-  pthread_mutex_lock(&r->m.lock);
-  struct mblock b = *where;
-  memset(where, 0, sizeof *where);
-  pthread_mutex_unlock(&r->m.lock);
+  struct mblock b = model_take(&r->m, where);
   if (!b.p) return;
+  if (b.large) op_allow += cost_large_op(NULL, &b);
   const char *bad = r->cfg->check_contents ? model_verify(&b) : NULL;
   if (bad) FAIL("before free: %s", bad);
   errno = SENTINEL_ERRNO;
@@ -160,6 +165,7 @@ static void record(struct run *r, size_t i, const struct op *o, struct mblock *w
   b.align = align;
   b.usable = vigil_malloc_usable_size(p);
   b.content = (unsigned char)c;
+  b.large = (unsigned char)cost_is_large(p);
   b.valid = c == C_ZERO ? (req < MODEL_CHECK_MAX ? req : MODEL_CHECK_MAX) : 0;
   if (from && from->content != C_UNKNOWN) { /* realloc keeps the prefix */
     b.content = from->content;
@@ -172,6 +178,16 @@ static void record(struct run *r, size_t i, const struct op *o, struct mblock *w
   } else {
     b.content = C_UNKNOWN;
   }
+  if (from) {
+    char why[512], counts[512];
+    if (cost_chain_step(&r->cost, &b, from, why, sizeof why)) {
+      cost_describe(&r->cost, r->m.pages.peak, counts, sizeof counts);
+      FAIL("%s; %s", why, counts);
+    }
+  } else {
+    cost_chain_start(&b);
+  }
+  if (b.large || (from && from->large)) op_allow += cost_large_op(from, &b);
   const char *bad = model_add(&r->m, where, &b);
   if (bad) FAIL("result %p: %s", p, bad);
 }
@@ -260,10 +276,7 @@ static void exec_alloc(struct run *r, unsigned t, size_t i, const struct op *o) 
   /* The vigil side. */
   struct mblock old = {0};
   if (resize) {
-    pthread_mutex_lock(&r->m.lock);
-    old = *where;
-    memset(where, 0, sizeof *where);
-    pthread_mutex_unlock(&r->m.lock);
+    old = model_take(&r->m, where);
     if (old.p && r->cfg->check_contents) {
       const char *bad = model_verify(&old);
       if (bad) FAIL("before realloc: %s", bad);
@@ -273,6 +286,9 @@ static void exec_alloc(struct run *r, unsigned t, size_t i, const struct op *o) 
   }
   struct outcome v, g = {0};
   void *p = call(o, n, old.p, 0, &v);
+  /* A request that failed may have tried a mapping (a realloc of a large
+   * block may have tried several); realloc(p, 0) freed the old block. */
+  if (p == NULL && (n > ((size_t)64 << 10) || old.large)) op_allow += cost_large_op(NULL, NULL);
   if (o->kind == OP_POSIX_MEMALIGN) {
     if (p == (void *)(uintptr_t)1) FAIL("posix_memalign wrote *memptr although it failed (%ld)", v.ret);
     v.null = v.ret != 0;
@@ -347,6 +363,7 @@ static void join(struct run *r, unsigned t) {
   if (r->th_live[t]) {
     pthread_join(r->th[t], NULL);
     r->th_live[t] = 0;
+    r->nlive--;
   }
 }
 
@@ -443,7 +460,13 @@ static void exec_fork(struct run *r, size_t i, const struct op *o, size_t from, 
     signal(SIGALRM, SIG_DFL);
     alarm(20);
     r->glibc = 0;
+    /* One thread, whatever ran in the parent: the syscall bound applies
+     * here, from the child's first op. */
+    const char *forbid = cost_tunables_forbid();
+    cost_begin(&r->cost, !forbid, forbid);
+    r->m.pages.peak = r->m.pages.now;
     exec_range(r, 0, from, to, 1);
+    cost_report(&r->cost, "fork child", to - from, r->m.pages.peak);
     _exit(0); /* never exit(): the fuzzer's hooks must not run in the child */
   }
   int st = 0;
@@ -463,11 +486,45 @@ static void exec_fork(struct run *r, size_t i, const struct op *o, size_t from, 
          WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
 }
 
+/* M_PERTURB makes glibc's free write over every heap block, and the blocks
+ * the oracle skips while perturb is on (exec_alloc) may already be live: a
+ * 20 GiB block that glibc took from its heap (the program had set a huge
+ * M_MMAP_THRESHOLD) cost a minute of page faults at the final free
+ * (corpus/regressions/options/NOTES).  Before perturb goes on, such blocks
+ * are freed on both sides, as after a big request only one side got. */
+static void drop_huge_glibc_blocks(struct run *r, size_t i, const struct op *o) {
+  for (unsigned s = 0; s < PROG_SLOTS; s++)
+    if (r->gslot[s] && malloc_usable_size(r->gslot[s]) > MODEL_CHECK_MAX)
+      release_both(r, i, o, &r->m.slot[s], &r->gslot[s]);
+  for (unsigned b = 0; b < PROG_MAILBOXES; b++)
+    if (r->gmail[b] && malloc_usable_size(r->gmail[b]) > MODEL_CHECK_MAX)
+      release_both(r, i, o, &r->m.mailbox[b], &r->gmail[b]);
+}
+
+/* The cost check after every op, where the counts are the program's own:
+ * in the main thread while no spawned thread runs (threads target: their
+ * ops are checked at the next such op, or at the end), and in a fork child. */
+static void after_op(struct run *r, unsigned t, size_t i, const struct op *o, int in_child) {
+  if (op_allow) {
+    atomic_fetch_add_explicit(&r->cost.large_units, op_allow, memory_order_relaxed);
+    op_allow = 0;
+  }
+  char why[640];
+  if (t == 0 && (in_child || r->nlive == 0) && atomic_load_explicit(&r->cost.on, memory_order_relaxed) &&
+      cost_check(&r->cost, r->m.pages.peak, why, sizeof why))
+    FAIL("%s", why);
+}
+
 static void exec_range(struct run *r, unsigned t, size_t from, size_t to, int in_child) {
   const struct oracle_config *cfg = r->cfg;
   for (size_t i = from; i < to; i++) {
     const struct op *o = &r->ops[i];
-    if (t == 0 && !in_child && cfg->before_op) cfg->before_op(i, &r->m, cfg->ctx);
+    if (t == 0 && !in_child && cfg->before_op) {
+      /* The hook's own calls (corrupt's frees) are not the program's. */
+      unsigned long before = cost_total_now();
+      cfg->before_op(i, &r->m, cfg->ctx);
+      atomic_fetch_add(&r->cost.excluded, cost_total_now() - before);
+    }
     unsigned s = (o->slot % 16u) + 16u * t;
     switch (o->kind) {
       case OP_MALLOC: case OP_CALLOC: case OP_REALLOC: case OP_REALLOCARRAY: case OP_MEMALIGN:
@@ -499,15 +556,18 @@ static void exec_range(struct run *r, unsigned t, size_t from, size_t to, int in
         break;
       case OP_TRIM: {
         errno = SENTINEL_ERRNO;
+        atomic_fetch_add(&r->cost.events, 1);
         int v = vigil_malloc_trim(o->size);
         if ((v != 0 && v != 1) || errno != SENTINEL_ERRNO) FAIL("malloc_trim returned %d, errno %d", v, errno);
         break;
       }
       case OP_TUNE: {
+        if (o->param == M_PERTURB && o->value != 0 && r->glibc) drop_huge_glibc_blocks(r, i, o);
         errno = SENTINEL_ERRNO;
         struct outcome v = {0, 0, vigil_mallopt(o->param, o->value)}, g = v;
         if (o->param == M_PERTURB) r->perturb = o->value != 0; /* glibc: any non-zero value */
         v.err = errno;
+        cost_tunables_changed(&r->cost);
         if (r->glibc) {
           errno = SENTINEL_ERRNO;
           g.ret = mallopt(o->param, o->value);
@@ -530,6 +590,9 @@ static void exec_range(struct run *r, unsigned t, size_t from, size_t to, int in
           *a = (struct thread_arg){r, o->thread, i + 1, end};
           if (pthread_create(&r->th[o->thread], NULL, thread_main, a) != 0) FAIL("pthread_create failed");
           r->th_live[o->thread] = 1;
+          r->nlive++;
+          atomic_fetch_add(&r->cost.events, 1);
+          atomic_fetch_add(&r->cost.spawns, 1);
           i = end - 1;
         }
         break;
@@ -545,11 +608,13 @@ static void exec_range(struct run *r, unsigned t, size_t from, size_t to, int in
       case OP_FORK:
         if (t == 0 && !in_child && cfg->allow_fork) {
           size_t end = i + 1 + o->count < to ? i + 1 + o->count : to;
+          atomic_fetch_add(&r->cost.events, 1);
           exec_fork(r, i, o, i + 1, end);
           i = end - 1;
         }
         break;
     }
+    after_op(r, t, i, o, in_child);
   }
 }
 
@@ -591,6 +656,9 @@ void oracle_run(const struct op *ops, size_t n, const struct oracle_config *cfg)
   pthread_cond_init(&r->mail_cond, NULL);
   vigil_malloc_trim(0);
   size_t base = in_use();
+  const char *forbid = cfg->background_allocs ? "other threads allocate (fork children are checked)"
+                                              : cost_tunables_forbid();
+  cost_begin(&r->cost, !forbid, forbid);
   exec_range(r, 0, 0, n, 0);
   for (unsigned t = 1; t < PROG_THREADS; t++) join(r, t);
   /* Free everything, with the checks. */
@@ -605,6 +673,11 @@ void oracle_run(const struct op *ops, size_t n, const struct oracle_config *cfg)
     release(r, i, o, &r->m.mailbox[b]);
     glibc_release(&r->gmail[b]);
   }
+  /* The final frees are the program's too. */
+  if (op_allow) atomic_fetch_add(&r->cost.large_units, op_allow), op_allow = 0;
+  char why[640];
+  if (atomic_load(&r->cost.on) && cost_check(&r->cost, r->m.pages.peak, why, sizeof why)) FAIL("%s", why);
+  cost_report(&r->cost, cfg->target, n, r->m.pages.peak);
   vigil_malloc_trim(0); /* drains this thread's remote frees */
   if (cfg->check_leaks) {
     size_t now = in_use();

@@ -18,6 +18,9 @@ struct oracle_config {
   int allow_fork;     /* fork; otherwise skipped (its ops run inline) */
   int check_contents; /* 0 for the corrupt target, which scribbles on purpose */
   int check_leaks;    /* in-use bytes return to where they started */
+  /* Other threads call vigil behind the program's back (the fork target's
+   * noise): the syscall bound is then checked in fork children only. */
+  int background_allocs;
   /* Called before op `index` runs in the main stream (corrupt target). */
   void (*before_op)(size_t index, struct model *m, void *ctx);
   void *ctx;

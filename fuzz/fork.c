@@ -68,7 +68,7 @@ static void start_noise(void) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   start_noise();
   const struct oracle_config cfg = {
-      .target = "fork", .allow_threads = 1, .allow_fork = 1, .check_contents = 1};
+      .target = "fork", .allow_threads = 1, .allow_fork = 1, .check_contents = 1, .background_allocs = 1};
   oracle_run_input(data, size, &cfg);
   return 0;
 }
