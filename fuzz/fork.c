@@ -24,7 +24,10 @@ static void *locked_allocator(void *arg) {
     flockfile(shared);
     for (int i = 0; i < 8; i++) {
       s = s * 1103515245u + 12345u;
-      size_t n = (s >> 16) % 4 == 0 ? 70000 + (s >> 8) % 200000 : (s >> 8) % 2000;
+      /* Spans of 2-23 pages and large blocks: more lengths than a thread's
+       * span cache holds, so the arena and large locks are taken here
+       * while the FILE lock is held. */
+      size_t n = (s >> 16) % 4 == 0 ? 70000 + (s >> 8) % 1500000 : (s >> 8) % 2000;
       void *p = vigil_malloc(n);
       vigil_free(p);
     }
