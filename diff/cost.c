@@ -65,10 +65,12 @@
  * however long it runs (100 KiB: 34, whatever the count; the real tree
  * makes none once its first segment is mapped, 8 calls in a fresh
  * process); a decommit policy that purges on every free costs one madvise
- * per round and crosses it at the 35th.  Measured margins on the shapes of
+ * per round that reaches the arena (past the thread's span cache) and
+ * crosses it within a few dozen rounds.  Measured margins on the shapes of
  * corpus/api/cost-*.ops and of seed 000 (BZ 17195's mixed sizes in rounds,
  * 4 MiB span churn, 2 MiB-aligned spans, +1 B to +4 KiB growth), each in a
- * fresh process: 4x (that span loop) to 90x, with madvise or remap
+ * fresh process: 3x (a mapped block resized by large factors on every op:
+ * about 3 calls an op against K = 8) to 97x, with madvise or remap
  * decommit.
  *
  * Where it is off: cost_tunables_forbid (fixed thresholds, decay_ms 0) and
