@@ -105,7 +105,7 @@ static bool publish(struct large e) {
 }
 
 /* The cached mapping that fits ulen best: one whose reservation holds it
- * and that is at most twice as big, used as it is (its usable size is what
+ * and that is at most four times as big, used as it is (its usable size is what
  * it was), or grown into its headroom with one mprotect: cheaper than a new
  * mapping and its page faults. */
 static bool cache_take(size_t ulen, struct large *out) {
