@@ -84,15 +84,10 @@ static void take_dirty(struct arena *a, struct segment *s, unsigned first, unsig
 /* A free run of n pages (aligned to align_pages) in arena a, mapping a new
  * segment when none has room.  Returns the segment and sets *first. */
 static struct segment *arena_run(struct arena *a, unsigned n, unsigned align_pages, unsigned *first) {
-  for (struct segment *s = a->segs; s; s = s->next) {
-    int i = vg_segment_find_run(s, n, align_pages);
-    if (i >= 0) {
-      *first = (unsigned)i;
-      return s;
-    }
-  }
+  struct segment *s = vg_segment_fit(a, n, align_pages, first);
+  if (s != NULL) return s;
   vg_decommit_refault(a); /* a segment is needed: was one released too soon? */
-  struct segment *s = vg_segment_new(a);
+  s = vg_segment_new(a);
   if (s == NULL) return NULL;
   int i = vg_segment_find_run(s, n, align_pages);
   if (i < 0) return NULL;
@@ -139,6 +134,7 @@ static void free_pages(struct segment *s, unsigned first, unsigned n) {
   for (unsigned i = 0; i < n; i++) s->pages[first + i].kind = PK_FREE;
   uint64_t mask = run_mask(first, n);
   s->used &= ~mask;
+  vg_segment_refit(s);
   a->dirty += (size_t)__builtin_popcountll(mask & ~s->dirty & ~s->decommitted) * VG_PAGE;
   s->dirty |= mask;
   s->decommitted &= ~mask;
@@ -265,6 +261,7 @@ void *vg_span_resize(struct page *pg, size_t size) {
     ok = (s->used & more) == 0 && claim_run(a, s, first + n, w - n);
     if (ok) {
       s->used |= more;
+      vg_segment_refit(s);
       for (unsigned i = first + n; i < first + w; i++) {
         s->pages[i].kind = PK_TAIL;
         s->pages[i].head = (uint8_t)first;

@@ -101,6 +101,7 @@ struct segment {
   uint64_t dirty;              /* bit i: free page whose memory may be resident */
   uint64_t decommitted;        /* bit i: free page returned to the OS */
   uint64_t aged;               /* bit i: dirty page already dirty at the arena's last tick */
+  unsigned slot;               /* its place in the arena's fit table */
   struct page pages[VG_SEG_PAGES];
 };
 
@@ -226,9 +227,16 @@ struct heap *vg_heap_get(void) HIDDEN; /* this thread's heap, made on first use 
 
 /* ---- arenas (arena.c) ---------------------------------------------------- */
 #define VG_ARENAS_MAX 1024u
+#define VG_FIT_FIRST 64u /* the fit table's first size: it doubles */
+struct fit_slot {
+  struct segment *seg; /* NULL: a free slot */
+  unsigned longest;    /* pages in its longest free run */
+};
 struct arena {
   struct vg_lock lock;
   struct segment *segs;
+  struct fit_slot *fit;       /* the fit table (segment.c) */
+  unsigned nfit, fit_cap;
   struct page *abandoned[VG_NCLASSES];
   size_t dirty;          /* bytes in free pages not yet returned */
   uint64_t tick;         /* when the aged pages were last returned (decay_ms) */
@@ -261,6 +269,8 @@ extern struct vg_lock vg_heap_pool_lock;
 struct segment *vg_segment_new(struct arena *a) HIDDEN; /* caller holds a->lock */
 void vg_segment_release(struct segment *s) HIDDEN;
 int vg_segment_find_run(struct segment *s, unsigned n, unsigned align_pages) HIDDEN;
+void vg_segment_refit(struct segment *s) HIDDEN; /* after a change to s->used; arena lock held */
+struct segment *vg_segment_fit(struct arena *a, unsigned n, unsigned align_pages, unsigned *first) HIDDEN;
 void vg_page_init_small(struct segment *s, unsigned first, unsigned cls) HIDDEN;
 void vg_page_init_span(struct segment *s, unsigned first, unsigned n) HIDDEN;
 void vg_page_extend(struct page *pg) HIDDEN;

@@ -197,15 +197,17 @@ static void adjust_thresholds(size_t ulen) {
 }
 
 /* Bytes of freed mappings kept: the tunable, or, while the thresholds
- * adjust themselves, twice the mmap threshold or the live large bytes when
- * that is more.  Once frees have raised the threshold to a block size,
+ * adjust themselves, twice the mmap threshold or twice the live large bytes
+ * when that is more.  Once frees have raised the threshold to a block size,
  * glibc serves blocks up to it from its heap and keeps its free chunks; the
- * cache is vigil's counterpart for blocks too big for a segment. */
+ * cache is vigil's counterpart for blocks too big for a segment.  With only
+ * the live bytes as budget, churn of 4-32 MiB blocks evicted (and so
+ * unmapped, and faulted in again) a mapping every 50 frees. */
 static size_t cache_limit(void) {
   size_t limit = vg_option(OPT_large_cache), t = vg_mmap_threshold();
   if (!load_relaxed(&vg_opt_thresholds_fixed)) {
     if (limit < 2 * t) limit = 2 * t;
-    if (limit < live_bytes) limit = live_bytes;
+    if (limit / 2 < live_bytes) limit = 2 * live_bytes;
   }
   return limit;
 }

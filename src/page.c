@@ -22,8 +22,8 @@ static void mark_run(struct segment *s, unsigned first, unsigned n, uint8_t kind
   pg->next = pg->prev = NULL;
   pg->in_full = 0;
   pg->reserved = 0;
-  uint64_t mask = run_mask(first, n);
-  s->used |= mask;
+  s->used |= run_mask(first, n);
+  vg_segment_refit(s);
 }
 
 void vg_page_init_small(struct segment *s, unsigned first, unsigned cls) {

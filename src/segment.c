@@ -18,6 +18,64 @@ static void registry_set(uintptr_t base, bool on) {
   else atomic_fetch_and_explicit(&vg_registry[idx / 64], ~bit, memory_order_release);
 }
 
+/* ---- the fit table: one slot per segment of the arena, with the length
+ * of the segment's longest free run, in one array.  A span request walks the
+ * array, lowest slot first, and searches only the segments that can hold it:
+ * walking the segment headers instead (each on its own page) cost a cache
+ * and TLB miss per segment, and with one large span per segment an arena of
+ * 64 segments spent most of a span malloc there.  A new segment takes the
+ * lowest free slot, so the order stays close to the age of the segments. */
+static unsigned longest_free(uint64_t used) {
+  unsigned k = 0;
+  for (uint64_t f = ~used; f; f &= f >> 1) k++; /* each step shortens every run by one */
+  return k;
+}
+
+/* A slot for s, growing the table (doubling) when it is full. */
+static bool fit_add(struct arena *a, struct segment *s) {
+  unsigned i = 0;
+  while (i < a->nfit && a->fit[i].seg != NULL) i++;
+  if (i == a->fit_cap) {
+    unsigned ncap = a->fit_cap ? 2 * a->fit_cap : VG_FIT_FIRST;
+    struct fit_slot *nt = vg_os_map(NULL, ncap * sizeof *nt, 1);
+    if (nt == NULL) return false;
+    if (a->fit) {
+      memcpy(nt, a->fit, a->fit_cap * sizeof *nt);
+      vg_os_unmap(a->fit, a->fit_cap * sizeof *nt);
+    }
+    a->fit = nt;
+    a->fit_cap = ncap;
+  }
+  if (i == a->nfit) a->nfit++;
+  a->fit[i] = (struct fit_slot){s, longest_free(s->used)};
+  s->slot = i;
+  return true;
+}
+
+static void fit_remove(struct arena *a, struct segment *s) {
+  a->fit[s->slot] = (struct fit_slot){NULL, 0};
+  while (a->nfit > 0 && a->fit[a->nfit - 1].seg == NULL) a->nfit--;
+}
+
+void vg_segment_refit(struct segment *s) { s->arena->fit[s->slot].longest = longest_free(s->used); }
+
+/* The first segment with a free run of n pages at a multiple of
+ * align_pages, and that run's first page; NULL when none has one. */
+struct segment *vg_segment_fit(struct arena *a, unsigned n, unsigned align_pages, unsigned *first) {
+  for (unsigned k = 0; k < a->nfit; k++) {
+    if (a->fit[k].longest < n) continue;
+    struct segment *s = a->fit[k].seg;
+    int i = vg_segment_find_run(s, n, align_pages);
+    if (i >= 0) {
+      /* The table lives outside the segments: check what it points at. */
+      if (s->cookie != (vg_secret ^ (uintptr_t)s) || s->slot != k) vg_fatal(V_CORRUPT_METADATA, s);
+      *first = (unsigned)i;
+      return s;
+    }
+  }
+  return NULL;
+}
+
 struct segment *vg_segment_new(struct arena *a) {
   bool remap = vg_decommit_remap();
   uint8_t *base = vg_os_map_aligned(VG_SEG, VG_SEG, !remap);
@@ -47,6 +105,11 @@ struct segment *vg_segment_new(struct arena *a) {
   s->used = VG_SEG_META_MASK;
   s->dirty = 0;
   s->aged = 0;
+  if (!fit_add(a, s)) {
+    vg_os_unmap(base, VG_SEG);
+    errno = ENOMEM;
+    return NULL;
+  }
   s->decommitted = remap ? ~VG_SEG_META_MASK : 0;
   for (unsigned i = 0; i < VG_SEG_FIRST_PAGE; i++) s->pages[i].kind = PK_META;
   s->prev = NULL;
@@ -68,6 +131,7 @@ void vg_segment_release(struct segment *s) {
   if (s->prev) s->prev->next = s->next;
   else a->segs = s->next;
   if (s->next) s->next->prev = s->prev;
+  fit_remove(a, s);
   a->mapped -= VG_SEG;
   uint64_t dirty = s->dirty & ~s->decommitted;
   a->dirty -= (size_t)__builtin_popcountll(dirty) * VG_PAGE;

@@ -1,6 +1,6 @@
 /* White-box tests of the modules' own invariants, through the prefixed
  * build: the segment registry, the large-block table and cache, the remote
- * free stack, and the decommit accounting. */
+ * free stack, the decommit accounting and the fit table. */
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -138,6 +138,50 @@ static void test_calloc_cached(void) {
   vigil_free(q);
 }
 
+/* The arena's fit table (segment.c) names every segment once, with the
+ * length of its longest free run, also after it has grown: more segments
+ * than its first size, each holding one span of most of a segment. */
+static unsigned longest_run(uint64_t used) {
+  unsigned best = 0, cur = 0;
+  for (unsigned i = 0; i < VG_SEG_PAGES; i++) {
+    cur = used >> i & 1 ? 0 : cur + 1;
+    if (cur > best) best = cur;
+  }
+  return best;
+}
+
+static void check_fit_tables(const char *when) {
+  for (unsigned i = 0; i < load_relaxed(&vg_narenas); i++) {
+    struct arena *a = vg_arena_at(i);
+    if (!a) continue;
+    vg_lock(&a->lock);
+    unsigned segs = 0, slots = 0, wrong = 0;
+    for (struct segment *s = a->segs; s; s = s->next, segs++)
+      wrong += s->slot >= a->nfit || a->fit[s->slot].seg != s || a->fit[s->slot].longest != longest_run(s->used);
+    for (unsigned k = 0; k < a->nfit; k++) slots += a->fit[k].seg != NULL;
+    CHECK(wrong == 0, "%s: arena %u: %u segments with a wrong fit slot", when, i, wrong);
+    CHECK(slots == segs, "%s: arena %u: %u fit slots for %u segments", when, i, slots, segs);
+    vg_unlock(&a->lock);
+  }
+}
+
+static void test_fit_table(void) {
+  enum { N = VG_FIT_FIRST + 8 };
+  static void *v[N];
+  size_t big = VG_SPAN_MAX - VG_PAGE;
+  for (int i = 0; i < N; i++) REQUIRE((v[i] = vigil_malloc(big)), "span %d", i);
+  struct page *pg = page_of(v[0]);
+  CHECK(pg && pg->kind == PK_SPAN, "a %zu-byte block is not a span", big);
+  struct arena *a = segment_of(v[0])->arena;
+  CHECK(a->fit_cap > VG_FIT_FIRST, "fit table did not grow: %u slots for %d spans", a->fit_cap, N);
+  check_fit_tables("spans live");
+  for (int i = 0; i < N; i += 2) vigil_free(v[i]);
+  check_fit_tables("half freed");
+  for (int i = 1; i < N; i += 2) vigil_free(v[i]);
+  vigil_malloc_trim(0);
+  check_fit_tables("trimmed");
+}
+
 int main(void) {
   test_calloc_cached();
   vigil_free(vigil_malloc(1));
@@ -145,5 +189,6 @@ int main(void) {
   test_large_table();
   test_remote();
   test_decommit_accounting();
+  test_fit_table();
   return test_done("unit_modules");
 }
