@@ -244,6 +244,7 @@ struct arena {
   uint64_t last_purge;   /* when dirty pages last went back */
   size_t purged;         /* bytes the last purge returned */
   size_t mapped;         /* bytes in this arena's segments */
+  size_t mapped_max;     /* the most it ever had (malloc_info's system max) */
   unsigned index;
   _Atomic unsigned threads; /* heaps attached */
 };

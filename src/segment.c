@@ -117,6 +117,7 @@ struct segment *vg_segment_new(struct arena *a) {
   if (a->segs) a->segs->prev = s;
   a->segs = s;
   a->mapped += VG_SEG;
+  if (a->mapped > a->mapped_max) a->mapped_max = a->mapped;
   atomic_fetch_add_explicit(&vg_segments_mapped, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&vg_segments_total, 1, memory_order_relaxed);
   registry_set((uintptr_t)base, true);

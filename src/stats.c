@@ -2,6 +2,7 @@
  * stats_on_exit line.  Numbers are read from the real structures (segments,
  * page runs, the large table), each arena under its lock. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -13,6 +14,8 @@ struct totals {
   size_t span_bytes, spans;
   size_t free_pages, dirty_bytes, decommitted_bytes;
   size_t abandoned_pages, small_pages, free_slots;
+  size_t mapped, mapped_max;
+  size_t class_free[VG_NCLASSES]; /* free slots of each small class */
 };
 
 static void add_arena(struct arena *a, struct totals *t) {
@@ -27,6 +30,7 @@ static void add_arena(struct arena *a, struct totals *t) {
         t->small_used += used * pg->bsize;
         t->small_free += (pg->capacity - used) * (size_t)pg->bsize;
         t->free_slots += pg->capacity - used;
+        t->class_free[pg->cls] += pg->capacity - used;
         if (load_relaxed(&pg->owner) == NULL) t->abandoned_pages++;
       } else if (pg->kind == PK_SPAN && vg_span_is_free(pg)) {
         t->free_pages += pg->npages; /* kept by a heap for reuse */
@@ -50,6 +54,8 @@ static void collect(struct totals *t, unsigned only) {
     if (a == NULL || (only != UINT32_MAX && only != i)) continue;
     vg_lock(&a->lock);
     add_arena(a, t);
+    t->mapped += a->mapped;
+    t->mapped_max += a->mapped_max;
     vg_unlock(&a->lock);
   }
   t->arena_bytes = t->small_used + t->small_free + t->span_bytes + t->dirty_bytes;
@@ -85,40 +91,89 @@ struct mallinfo vigil_mallinfo(void) {
   return m;
 }
 
-int vigil_malloc_info(int options, FILE *fp) {
-  if (options != 0) return EINVAL; /* glibc 2.36 returns it; errno untouched */
-  vg_init();
+/* glibc's layout (2.36), so that tools that read glibc's output read
+ * vigil's: per arena a <heap> with <sizes> (here one <size> per small class
+ * with free slots), the fast and rest totals, system and aspace sizes; then
+ * the same totals for the process, with mmap (vigil's large blocks).
+ * vigil's own numbers are in elements whose names start with "vigil", which
+ * glibc never writes.  Per heap: system current is the committed bytes
+ * usable for blocks, system max the most the arena ever mapped, aspace
+ * total what it maps now and aspace mprotect that less what went back.
+ * Output is not cancelled half-way (glibc BZ 22830): see vigil_malloc_stats. */
+static void info_sizes(FILE *fp, const struct totals *t) {
+  fprintf(fp, "<sizes>\n");
+  for (unsigned c = 0; c < VG_NCLASSES; c++)
+    if (t->class_free[c])
+      fprintf(fp, "  <size from=\"%zu\" to=\"%zu\" total=\"%zu\" count=\"%zu\"/>\n", class_size(c), class_size(c),
+              t->class_free[c] * class_size(c), t->class_free[c]);
+  fprintf(fp, "</sizes>\n");
+}
+
+static void info_totals(FILE *fp, const struct totals *t) {
+  fprintf(fp, "<total type=\"fast\" count=\"0\" size=\"0\"/>\n<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n",
+          t->free_slots + t->free_pages, t->small_free + t->free_pages * VG_PAGE);
+}
+
+static void info_system(FILE *fp, const struct totals *t, size_t mmap_bytes) {
+  size_t current = t->arena_bytes + mmap_bytes, max = t->mapped_max + mmap_bytes;
+  fprintf(fp,
+          "<system type=\"current\" size=\"%zu\"/>\n<system type=\"max\" size=\"%zu\"/>\n"
+          "<aspace type=\"total\" size=\"%zu\"/>\n<aspace type=\"mprotect\" size=\"%zu\"/>\n",
+          current, max > current ? max : current, t->mapped + mmap_bytes, t->mapped - t->decommitted_bytes + mmap_bytes);
+}
+
+static int malloc_info_uncancelled(FILE *fp) {
   struct totals all, t;
   struct vg_large_stats l;
   unsigned n = load_relaxed(&vg_narenas);
-  fprintf(fp, "<malloc version=\"vigil-1\">\n");
-  fprintf(fp, "<arenas count=\"%u\" created=\"%u\" cpus=\"%u\"/>\n", vg_arena_count(), n, vg_os_cpu_count());
+  fprintf(fp, "<malloc version=\"1\">\n");
   for (unsigned i = 0; i < n; i++) {
     if (vg_arena_at(i) == NULL) continue;
     collect(&t, i);
+    fprintf(fp, "<heap nr=\"%u\">\n", i);
+    info_sizes(fp, &t);
+    info_totals(fp, &t);
+    info_system(fp, &t, 0);
     fprintf(fp,
-            "<heap nr=\"%u\">\n<segments count=\"%zu\" bytes=\"%zu\"/>\n"
-            "<pages small=\"%zu\" spans=\"%zu\" free=\"%zu\" abandoned=\"%zu\"/>\n"
-            "<total type=\"used\" size=\"%zu\"/>\n<total type=\"free\" size=\"%zu\"/>\n"
-            "<total type=\"dirty\" size=\"%zu\"/>\n<total type=\"decommitted\" size=\"%zu\"/>\n</heap>\n",
-            i, t.segments, t.segments * VG_SEG, t.small_pages, t.spans, t.free_pages, t.abandoned_pages,
-            t.small_used + t.span_bytes, t.small_free, t.dirty_bytes, t.decommitted_bytes);
+            "<vigil segments=\"%zu\" small_pages=\"%zu\" spans=\"%zu\" free_pages=\"%zu\" abandoned_pages=\"%zu\" "
+            "used=\"%zu\" free=\"%zu\" dirty=\"%zu\" decommitted=\"%zu\"/>\n</heap>\n",
+            t.segments, t.small_pages, t.spans, t.free_pages, t.abandoned_pages, t.small_used + t.span_bytes,
+            t.small_free, t.dirty_bytes, t.decommitted_bytes);
   }
   collect(&all, UINT32_MAX);
   vg_large_stats(&l);
-  fprintf(fp, "<large blocks=\"%zu\" bytes=\"%zu\" cached=\"%zu\" cached_bytes=\"%zu\"/>\n", l.blocks, l.bytes,
+  info_totals(fp, &all);
+  fprintf(fp, "<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n", l.blocks, l.bytes);
+  info_system(fp, &all, l.bytes + l.cached_bytes);
+  fprintf(fp, "<vigil-arenas count=\"%u\" created=\"%u\" cpus=\"%u\"/>\n", vg_arena_count(), n, vg_os_cpu_count());
+  fprintf(fp, "<vigil-large blocks=\"%zu\" bytes=\"%zu\" cached=\"%zu\" cached_bytes=\"%zu\"/>\n", l.blocks, l.bytes,
           l.cached, l.cached_bytes);
-  fprintf(fp, "<thresholds mmap=\"%zu\" trim=\"%zu\" fixed=\"%d\"/>\n", vg_mmap_threshold(), vg_trim_threshold(),
-          load_relaxed(&vg_opt_thresholds_fixed));
-  fprintf(fp, "<decommit mode=\"%s\"/>\n", vg_decommit_remap() ? "remap" : "madvise");
-  fprintf(fp, "<system type=\"current\" size=\"%zu\"/>\n", all.arena_bytes + l.bytes + l.cached_bytes);
+  fprintf(fp, "<vigil-thresholds mmap=\"%zu\" trim=\"%zu\" fixed=\"%d\"/>\n", vg_mmap_threshold(),
+          vg_trim_threshold(), load_relaxed(&vg_opt_thresholds_fixed));
+  fprintf(fp, "<vigil-decommit mode=\"%s\"/>\n", vg_decommit_remap() ? "remap" : "madvise");
   fprintf(fp, "</malloc>\n");
   return 0;
 }
 
-/* glibc's layout: one block per arena, then the totals. */
+int vigil_malloc_info(int options, FILE *fp) {
+  if (options != 0) return EINVAL; /* glibc 2.36 returns it; errno untouched */
+  vg_init();
+  int old;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+  int r = malloc_info_uncancelled(fp);
+  pthread_setcancelstate(old, NULL);
+  return r;
+}
+
+/* glibc's layout: one block per arena, then the totals.  Every fprintf is
+ * a cancellation point: a thread with a cancel pending would stop after
+ * the first line (glibc BZ 22830, malloc/tst-malloc-stats-cancellation.c),
+ * so cancellation is off while it writes, and a pending cancel acts at the
+ * thread's next cancellation point. */
 void vigil_malloc_stats(void) {
   vg_init();
+  int old;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
   struct totals t, all;
   struct vg_large_stats l;
   unsigned n = load_relaxed(&vg_narenas);
@@ -134,6 +189,7 @@ void vigil_malloc_stats(void) {
           "Total (incl. mmap):\nsystem bytes     = %10zu\nin use bytes     = %10zu\n"
           "max mmap regions = %10zu\nmax mmap bytes   = %10zu\n",
           all.arena_bytes + l.bytes, all.small_used + all.span_bytes + l.bytes, l.blocks, l.bytes);
+  pthread_setcancelstate(old, NULL);
 }
 
 /* One line for humans and for the preload test, which uses it to prove that

@@ -7,7 +7,7 @@
 #
 # A small program linked with $BUILD/libvigil.so starts 24 threads that each
 # malloc/free a little (so every arena gets created), joins them and prints
-# malloc_info() (vigil's, whose XML has <arenas count=".." created=".."/>).
+# malloc_info() (vigil's, whose XML has <vigil-arenas count=".." created=".."/>).
 # It runs plainly and under `taskset -c 0`, and the test asserts:
 #   count(plain) == count(pinned) == number of CPUs in .../cpu/possible
 #   created(plain) == created(pinned)
@@ -80,7 +80,7 @@ int main(void) {
   /* What glibc 2.34-2.38 based its arena count on. */
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) != 0) return 3;
-  printf("<arenas count=\"%d\" created=\"%d\" cpus=\"-\"/>\n", CPU_COUNT(&set), CPU_COUNT(&set));
+  printf("<vigil-arenas count=\"%d\" created=\"%d\" cpus=\"-\"/>\n", CPU_COUNT(&set), CPU_COUNT(&set));
 #else
   malloc_info(0, stdout);
 #endif
@@ -97,8 +97,8 @@ $CC -std=gnu11 -O1 -pthread -DAFFINITY_CONTROL -o "$ctl" "$T/affinity_probe.c" "
 arenas() {
   local out
   out=$("$@") || { echo "FAIL: '$*' exited with status $?" >&2; return 1; }
-  sed -n 's/.*<arenas count="\([0-9]*\)" created="\([0-9]*\)".*/\1 \2/p' <<<"$out" | grep . ||
-    { echo "FAIL: no <arenas count created> line in the output of '$*' (is it vigil's malloc_info?):" >&2
+  sed -n 's/.*<vigil-arenas count="\([0-9]*\)" created="\([0-9]*\)".*/\1 \2/p' <<<"$out" | grep . ||
+    { echo "FAIL: no <vigil-arenas count created> line in the output of '$*' (is it vigil's malloc_info?):" >&2
       echo "$out" | head -5 >&2; return 1; }
 }
 

@@ -88,7 +88,7 @@ static int child(const char *mode) {
   malloc_info(0, m);
   fclose(m);
   char want[64];
-  snprintf(want, sizeof want, "<decommit mode=\"%s\"/>", mode);
+  snprintf(want, sizeof want, "<vigil-decommit mode=\"%s\"/>", mode);
   CHECK(strstr(xml, want) != NULL, "malloc_info does not say %s", want);
   free(xml);
   return test_done(mode);

@@ -227,8 +227,8 @@ static void arena_numbers(unsigned *count, unsigned *created) {
   FILE *f = open_memstream(&buf, &len); /* glibc's malloc: vigil is prefixed */
   if (f == NULL || vigil_malloc_info(0, f) != 0) abort();
   fclose(f);
-  const char *a = strstr(buf, "<arenas ");
-  if (a == NULL || sscanf(a, "<arenas count=\"%u\" created=\"%u\"", count, created) != 2) abort();
+  const char *a = strstr(buf, "<vigil-arenas ");
+  if (a == NULL || sscanf(a, "<vigil-arenas count=\"%u\" created=\"%u\"", count, created) != 2) abort();
   free(buf);
 }
 
