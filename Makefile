@@ -54,5 +54,17 @@ tsan-check: | check-deps
 	@BUILD=$(BUILD) bash ci/tsan-check.sh
 .PHONY: tsan-check
 
+# The git pre-commit hook (ci/pre-commit): build, corpus replay, and a short
+# libFuzzer run of the targets the staged change can affect.  Installed as a
+# one-line script that runs the tree's own ci/pre-commit, so it stays current.
+install-hooks:
+	@hooks=$$(git rev-parse --git-path hooks) && mkdir -p "$$hooks" && \
+	 if [ -e "$$hooks/pre-commit" ] && ! grep -q 'ci/pre-commit' "$$hooks/pre-commit"; then \
+	   echo "install-hooks: $$hooks/pre-commit exists and is not vigil's; move it away first" >&2; exit 1; fi && \
+	 printf '#!/bin/sh\n# installed by make install-hooks\nexec bash "$$(git rev-parse --show-toplevel)/ci/pre-commit" "$$@"\n' \
+	   >"$$hooks/pre-commit" && chmod +x "$$hooks/pre-commit" && \
+	 echo "install-hooks: $$hooks/pre-commit runs ci/pre-commit (VIGIL_FUZZ_SECONDS=30, VIGIL_SKIP_FUZZ=1, VIGIL_SKIP_HOOK=1)"
+.PHONY: install-hooks
+
 clean:
 	rm -rf build build-*

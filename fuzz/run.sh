@@ -17,6 +17,7 @@
 #   TARGET...  default: FUZZ_TARGETS from fuzz/fuzz.mk
 # Seeds come from corpus/<target>/ and corpus/regressions/<target>/ (text
 # *.ops assembled by the replay driver) and are re-read on every run.
+# FUZZ_RUNS=N (libFuzzer) also stops each run after N inputs, from seed 1.
 # Exit: 0 when nothing crashed, 1 on any crash or error, 130 if interrupted.
 # Ctrl-C (SIGINT) or SIGTERM stops the runs and prints the summary so far.
 
@@ -115,6 +116,9 @@ start_libfuzzer() {
   local -a env flags
   mapfile -t env < <(lf_env "$t")
   read -r -a flags <<<"$(lf_flags "$t")"
+  # FUZZ_RUNS=N: at most N inputs from seed 1, so that a run from the same
+  # seeds and corpus does the same work (the pre-commit hook's test).
+  [ -n "${FUZZ_RUNS:-}" ] && flags+=(-runs="$FUZZ_RUNS" -seed=1)
   exec $own_session env "${env[@]}" "$B/fuzz/libfuzzer/$t" -max_total_time="$secs" "${flags[@]}" \
     -artifact_prefix="$W/crashes/" -print_final_stats=1 -close_fd_mask=1 \
     "$W/corpus" "$W/seeds" >"$log" 2>&1
