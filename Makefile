@@ -54,6 +54,12 @@ tsan-check: | check-deps
 	@BUILD=$(BUILD) bash ci/tsan-check.sh
 .PHONY: tsan-check
 
+# llvm-cov line and branch coverage of src/ from the tests and the corpus
+# replay (ci/coverage.sh): build-cov/coverage/index.html and summary.txt.
+coverage: | check-deps
+	@bash ci/coverage.sh
+.PHONY: coverage
+
 # The git pre-commit hook (ci/pre-commit): build, corpus replay, and a short
 # libFuzzer run of the targets the staged change can affect.  Installed as a
 # one-line script that runs the tree's own ci/pre-commit, so it stays current.
