@@ -47,8 +47,18 @@
 #define VG_SMALL_MAX ((size_t)64 << 10)
 #define VG_BITMAP_WORDS (VG_PAGE / VG_ALIGN / 64)
 
+/* The class of n, as a constant expression for n <= 1024 (the table below),
+ * and computed with one bit scan above that. */
+#define VG_LOG2_1K(x) ((x) >= 512 ? 9u : (x) >= 256 ? 8u : 7u)
+#define VG_CLASS_1K(n)                                               \
+  ((n) <= 128 ? ((n) ? ((n) - 1) >> 4 : 0u)                           \
+              : 8u + (VG_LOG2_1K((n) - 1) - 7u) * 4u + ((((n) - 1) >> (VG_LOG2_1K((n) - 1) - 2u)) & 3u))
+/* Every class boundary up to 1 KiB is a multiple of 16, so the class of n is
+ * the class of n rounded up to 16: vg_class_1k[(n + 15) / 16] (page.c). */
+extern const uint8_t vg_class_1k[1024 / 16 + 1];
+
 static ALWAYS_INLINE unsigned size_class(size_t n) {
-  if (n <= 128) return n ? (unsigned)((n - 1) >> 4) : 0;
+  if (n <= 1024) return vg_class_1k[(n + 15) >> 4];
   unsigned k = 63u - (unsigned)__builtin_clzll((unsigned long long)(n - 1));
   return 8u + (k - 7u) * 4u + (unsigned)(((n - 1) >> (k - 2u)) & 3u);
 }
@@ -88,10 +98,10 @@ struct page {
   uint8_t in_full; /* on the heap's full list */
   uint8_t align_pad[3];
   _Atomic(struct heap *) owner; /* NULL: abandoned, guarded by the arena lock */
+  uint8_t *start;               /* first slot; with the fields above, the fast paths' one cache line */
   struct page *next, *prev;     /* heap class list / full list, or arena abandoned list */
-  uint8_t *start;
   uint64_t bits[VG_BITMAP_WORDS]; /* 1 = slot allocated (exact double-free detection) */
-};
+} __attribute__((aligned(64))); /* the fields before `next` share one cache line */
 
 struct segment {
   uintptr_t cookie; /* vg_secret ^ address: a forged header does not match */
@@ -155,12 +165,15 @@ static ALWAYS_INLINE struct block *decode(uintptr_t v, const void *at) {
 }
 
 /* Slot index of p in page pg, or UINT32_MAX when p is not on a slot boundary
- * of the run. */
+ * of the run.  The multiply by magic may be wrong for an offset off a
+ * boundary or far outside the run, but then idx * bsize != off; on a
+ * boundary inside the run it is exact (idx * (magic * bsize - 2^32) < 2^32).
+ * So one compare of idx with the capacity and one of idx * bsize with off
+ * decide it, without a multiply for the run's length. */
 static ALWAYS_INLINE uint32_t slot_index(const struct page *pg, const void *p) {
   uintptr_t off = (uintptr_t)p - (uintptr_t)pg->start;
-  if (unlikely(off >= (uintptr_t)pg->capacity * pg->bsize)) return UINT32_MAX;
   uint32_t idx = (uint32_t)(((uint64_t)off * pg->magic) >> 32);
-  if (unlikely((uintptr_t)idx * pg->bsize != off)) return UINT32_MAX;
+  if (unlikely(idx >= pg->capacity || (uintptr_t)idx * pg->bsize != off)) return UINT32_MAX;
   return idx;
 }
 static ALWAYS_INLINE uint64_t slot_bit(uint32_t idx) { return (uint64_t)1 << (idx % 64); }

@@ -2,6 +2,14 @@
  * built free lists and an allocation bitmap per run. */
 #include "internal.h"
 
+#define C1(i) VG_CLASS_1K((i) * 16u)
+#define C4(i) C1(i), C1((i) + 1), C1((i) + 2), C1((i) + 3)
+#define C16(i) C4(i), C4((i) + 4), C4((i) + 8), C4((i) + 12)
+const uint8_t vg_class_1k[1024 / 16 + 1] = {C16(0), C16(16), C16(32), C16(48), C1(64)};
+#undef C16
+#undef C4
+#undef C1
+
 /* Sentinel for a heap's empty class slot: its free list is always empty,
  * so the fast path needs no NULL check on the page. */
 struct page vg_empty_page;

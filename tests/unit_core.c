@@ -54,6 +54,17 @@ static void test_slot_index(void) {
     }
     CHECK(!bad, "class %u (%u bytes): slot_index wrong", c, pg.bsize);
     CHECK(slot_index(&pg, area - 16) == UINT32_MAX, "below start accepted");
+    /* Far multiples of the block size, above and below: the index is
+     * checked against the capacity, not only against the boundary. */
+    static const uint64_t far[] = {1, 2, 1000, (uint64_t)1 << 20, (uint64_t)1 << 32, (uint64_t)1 << 40};
+    for (unsigned i = 0; i < sizeof far / sizeof far[0]; i++) {
+      uintptr_t up = (uintptr_t)area + (uintptr_t)(pg.capacity * far[i] * pg.bsize);
+      uintptr_t down = (uintptr_t)area - (uintptr_t)(far[i] * pg.bsize);
+      CHECK(slot_index(&pg, (void *)up) == UINT32_MAX, "class %u: %llu runs above accepted", c,
+            (unsigned long long)far[i]);
+      CHECK(slot_index(&pg, (void *)down) == UINT32_MAX, "class %u: %llu blocks below accepted", c,
+            (unsigned long long)far[i]);
+    }
   }
 }
 
