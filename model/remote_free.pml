@@ -24,6 +24,13 @@
  * garbage the block held before the producer wrote its link.
  *
  * Orders are selectable: -DPUSH_RELAXED, -DTAKE_RELAXED, -DCLOSE_RELAXED.
+ *
+ * heap.c pushes a batch: a chain of blocks whose links (rnext) and tags the
+ * producer wrote with plain stores before the one CAS that publishes the
+ * chain.  The model pushes one block per CAS.  A chain only adds plain
+ * stores before the same release, which publishes all of the thread's
+ * earlier stores, so the property carries over; the model does not
+ * enumerate chains.
  */
 
 #define NB      3       /* blocks 1..3: producer 0 pushes 1 and 2, producer 1 pushes 3 */

@@ -73,10 +73,8 @@ static size_t usable(void *p) {
   if (pg->kind == PK_SMALL) {
     uint32_t idx = slot_index(pg, p);
     if (idx == UINT32_MAX) vg_fatal(V_INVALID_POINTER, p);
-    /* The bitmap belongs to the owner: only the owner may read it here. */
-    struct heap *h = vg_tl_heap;
-    if (h != NULL && load_relaxed(&pg->owner) == h && !(pg->bits[idx / 64] & slot_bit(idx)))
-      vg_fatal(V_DOUBLE_FREE, p);
+    /* Freed by another thread (the tag), or by this one (its bit). */
+    if (remote_freed(p) || !(bits_load(&pg->bits[idx / 64]) & slot_bit(idx))) vg_fatal(V_DOUBLE_FREE, p);
     return pg->bsize;
   }
   if (pg->kind == PK_SPAN && p == pg->start) {

@@ -158,15 +158,16 @@ void vg_arena_free_abandoned(struct page *pg, struct block *b) {
   struct arena *a = s->arena;
   vg_lock(&a->lock);
   if (load_relaxed(&pg->owner) != NULL) {
-    /* Adopted since the caller looked. */
+    /* Adopted since the caller looked.  Not into a batch: an exiting
+     * thread's last flush may come here. */
     vg_unlock(&a->lock);
-    vg_heap_free_remote(pg, b);
+    vg_heap_free_remote_now(pg, b);
     return;
   }
   uint32_t idx = slot_index(pg, b);
   if (pg->kind != PK_SMALL || idx == UINT32_MAX) vg_fatal(V_INVALID_POINTER, b);
   if (!(pg->bits[idx / 64] & slot_bit(idx))) vg_fatal(V_DOUBLE_FREE, b);
-  pg->bits[idx / 64] &= ~slot_bit(idx);
+  bits_store(&pg->bits[idx / 64], pg->bits[idx / 64] & ~slot_bit(idx));
   b->next = encode(pg->free, b);
   pg->free = b;
   uint32_t used = load_relaxed(&pg->used) - 1;
@@ -351,6 +352,8 @@ static struct heap *heap_new(void) {
       h->spare[c] = NULL;
     }
     h->full = NULL;
+    h->rb_owner = NULL;
+    h->rb_n = 0;
     h->nspans = 0;
     h->span_bytes = 0;
     h->next_free = NULL;

@@ -51,7 +51,7 @@
  * and computed with one bit scan above that. */
 #define VG_LOG2_1K(x) ((x) >= 512 ? 9u : (x) >= 256 ? 8u : 7u)
 #define VG_CLASS_1K(n)                                               \
-  ((n) <= 128 ? ((n) ? ((n) - 1) >> 4 : 0u)                           \
+  ((n) <= 128 ? (((n) + 15u) >> 4) - ((n) != 0)                        \
               : 8u + (VG_LOG2_1K((n) - 1) - 7u) * 4u + ((((n) - 1) >> (VG_LOG2_1K((n) - 1) - 2u)) & 3u))
 /* Every class boundary up to 1 KiB is a multiple of 16, so the class of n is
  * the class of n rounded up to 16: vg_class_1k[(n + 15) / 16] (page.c). */
@@ -78,7 +78,8 @@ static inline unsigned class_pages(unsigned c) {
 enum page_kind { PK_FREE, PK_META, PK_SMALL, PK_SPAN, PK_TAIL };
 
 struct block {
-  uintptr_t next; /* encoded: see encode() */
+  uintptr_t next;  /* encoded: see encode(); remote_tag() while on a remote list */
+  uintptr_t rnext; /* the remote list's link, encoded (heap.c) */
 };
 
 struct heap;
@@ -210,6 +211,7 @@ extern struct vg_lock vg_meta_lock;
 /* ---- thread heaps (heap.c) --------------------------------------------- */
 #define VG_REMOTE_CLOSED ((uintptr_t)1)
 #define VG_SPAN_CACHE 4u
+#define VG_RB_MAX 32u /* remote frees a thread gathers before one push (heap.c) */
 enum heap_state { HEAP_FREE, HEAP_LIVE, HEAP_ORPHANED };
 
 struct heap {
@@ -221,6 +223,9 @@ struct heap {
   unsigned nspans;
   size_t span_bytes;
   _Atomic uintptr_t remote;        /* blocks freed by other threads; VG_REMOTE_CLOSED once abandoned */
+  struct heap *rb_owner;           /* this thread's batch of remote frees: their owner (heap.c) */
+  unsigned rb_n;
+  struct block *rb[VG_RB_MAX];
   struct arena *arena;
   struct heap *next_free; /* pool free list */
   struct heap *next_all;  /* every heap ever made, for stats and fork */
@@ -233,7 +238,9 @@ extern __thread unsigned vg_tl_busy __attribute__((tls_model("initial-exec")));
 
 void *vg_heap_alloc_slow(struct heap *h, unsigned cls) HIDDEN;
 void vg_heap_page_refill(struct heap *h, struct page *pg) HIDDEN;
-void vg_heap_free_remote(struct page *pg, struct block *b) HIDDEN;
+void vg_heap_free_remote(struct page *pg, struct block *b, uint32_t idx) HIDDEN; /* batched */
+void vg_heap_free_remote_now(struct page *pg, struct block *b) HIDDEN;           /* not batched */
+void vg_heap_flush_remote(struct heap *h) HIDDEN; /* push this thread's batch */
 void vg_heap_drain(struct heap *h) HIDDEN;
 void vg_heap_abandon(struct heap *h) HIDDEN;
 struct heap *vg_heap_get(void) HIDDEN; /* this thread's heap, made on first use */

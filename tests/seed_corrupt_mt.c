@@ -7,6 +7,7 @@
  * a deadlock that needs an unlucky interleaving must get its chance. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -24,6 +25,8 @@
  * or warn about) the deliberate misuse. */
 static void *(*volatile do_malloc)(size_t) = malloc;
 static void (*volatile do_free)(void *) = free;
+static void *(*volatile do_realloc)(void *, size_t) = realloc;
+static size_t (*volatile do_usable)(void *) = malloc_usable_size;
 
 static void *busy(void *arg) {
   unsigned s = (unsigned)(uintptr_t)arg;
@@ -37,12 +40,25 @@ static void *busy(void *arg) {
   return NULL;
 }
 
-static void *peer_block;
+static void *peer_block, *peer_block2;
 static void *double_free_elsewhere(void *arg) {
   (void)arg;
   do_free(peer_block);
-  do_free(peer_block); /* both remote: caught when the owner drains */
+  do_free(peer_block); /* both remote: the first left the remote tag */
   return NULL;
+}
+static void *free_elsewhere(void *arg) {
+  (void)arg;
+  do_free(peer_block);
+  if (peer_block2) do_free(peer_block2);
+  return NULL; /* the thread's batch goes to the owner as it exits */
+}
+static void remote_free(void *p, void *q) {
+  peer_block = p;
+  peer_block2 = q;
+  pthread_t t;
+  pthread_create(&t, NULL, free_elsewhere, NULL);
+  pthread_join(t, NULL);
 }
 
 /* Two blocks of a class the busy threads never use: the page stays
@@ -87,9 +103,6 @@ static void corrupt(int kind) {
       pthread_t t;
       pthread_create(&t, NULL, double_free_elsewhere, NULL);
       pthread_join(t, NULL);
-      /* Remote frees are checked when the owner drains its remote list,
-       * which it does when its current page runs out. */
-      for (int i = 0; i < 20000; i++) (void)do_malloc(40);
       break;
     }
     case 6: { /* double free into a page whose owner exited: found under the arena lock */
@@ -99,6 +112,34 @@ static void corrupt(int kind) {
       pthread_join(t, &blk);
       do_free(blk);
       do_free(blk);
+      break;
+    }
+    /* Issue 10: a free by another thread, then one by the owner, found at
+     * the owner's call (the child then has nothing left that would drain).
+     * Before the remote tag the owner's free succeeded, and the block was
+     * handed out again with a stale entry on the remote stack. */
+    case 7:
+      p = do_malloc(40);
+      remote_free((void *)p, NULL);
+      do_free((void *)p);
+      break;
+    case 8: /* ... or a realloc by the owner */
+      p = do_malloc(40);
+      remote_free((void *)p, NULL);
+      p = do_realloc((void *)p, 100);
+      break;
+    case 9: /* ... or malloc_usable_size */
+      p = do_malloc(40);
+      remote_free((void *)p, NULL);
+      (void)do_usable((void *)p);
+      break;
+    case 10: { /* a use-after-free write over the links of queued remote frees:
+                * the drain checks each entry before it follows the link */
+      char *a = do_malloc(40), *b = do_malloc(40);
+      remote_free(a, b);
+      memset(a + 8, 0x41, 8);
+      memset(b + 8, 0x41, 8);
+      for (int i = 0; i < 20000; i++) (void)do_malloc(40);
       break;
     }
   }
@@ -114,6 +155,10 @@ static const struct {
     {"large double free", "vigil: invalid pointer at 0x"},
     {"remote double free", "vigil: double free at 0x"},
     {"double free, owner exited", "vigil: double free at 0x"},
+    {"remote then local free", "vigil: double free at 0x"},
+    {"remote free then realloc", "vigil: double free at 0x"},
+    {"remote free then usable size", "vigil: double free at 0x"},
+    {"overwritten remote list", "vigil: corrupted remote free list at 0x"},
 };
 #define NCASES (int)(sizeof cases / sizeof cases[0])
 

@@ -70,7 +70,8 @@ static void test_large_table(void) {
   CHECK(st.cached == 0 && st.cached_bytes == 0, "trim left %zu cached", st.cached);
 }
 
-/* Blocks freed by another thread travel on the owner's remote stack and
+/* Blocks freed by another thread travel on the owner's remote stack (the
+ * thread's last batch is pushed as it exits), each with the remote tag, and
  * come back into its pages when it drains. */
 enum { NB = 3000 };
 static void *blocks[NB];
@@ -88,9 +89,13 @@ static void test_remote(void) {
   pthread_join(t, NULL);
   uintptr_t head = load_acquire(&h->remote);
   CHECK(head != 0 && head != VG_REMOTE_CLOSED, "remote stack empty after remote frees");
-  size_t n = 0;
-  for (uintptr_t b = head; b && n <= NB; b = (uintptr_t)decode(((struct block *)b)->next, (void *)b)) n++;
+  size_t n = 0, untagged = 0;
+  for (uintptr_t b = head; b && n <= NB; b = (uintptr_t)decode(((struct block *)b)->rnext, (void *)b)) {
+    untagged += !remote_freed((struct block *)b);
+    n++;
+  }
   CHECK(n == NB, "remote stack holds %zu blocks, want %d", n, NB);
+  CHECK(untagged == 0, "%zu blocks on the remote stack without the tag", untagged);
   vg_heap_drain(h);
   CHECK(load_relaxed(&h->remote) == 0, "drain left entries");
   struct mallinfo2 mi = vigil_mallinfo2();
