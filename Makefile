@@ -60,6 +60,15 @@ coverage: | check-deps
 	@bash ci/coverage.sh
 .PHONY: coverage
 
+# ci/oss-fuzz/build.sh as OSS-Fuzz runs it (libFuzzer+ASan, libFuzzer+UBSan,
+# AFL+++ASan), each in a throw-away copy of the tracked files, then $OUT
+# checked as check_build does and each target fuzzed SECONDS (10) seconds.
+OSS_FUZZ_SECONDS ?= 10
+oss-fuzz-check:
+	@bash ci/deps.sh oss-fuzz
+	@bash ci/oss-fuzz/check.sh -s $(OSS_FUZZ_SECONDS) $(OSS_FUZZ_CONFIGS)
+.PHONY: oss-fuzz-check
+
 # The git pre-commit hook (ci/pre-commit): build, corpus replay, and a short
 # libFuzzer run of the targets the staged change can affect.  Installed as a
 # one-line script that runs the tree's own ci/pre-commit, so it stays current.

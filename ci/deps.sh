@@ -3,7 +3,7 @@
 # Idempotent: packages already present are not touched, and when everything
 # is there it only runs dpkg-query (fast enough to call from every make target).
 #
-#   ci/deps.sh [build|check|bench|fuzz|qemu|qemu-fuzz|triage|all]...   (default: check)
+#   ci/deps.sh [build|check|bench|fuzz|qemu|qemu-fuzz|triage|oss-fuzz|all]...   (default: check)
 #
 # qemu-fuzz wants packages of the foreign architecture arm64 (the aarch64
 # clang runtime, for libFuzzer under qemu-aarch64): it adds that
@@ -25,11 +25,15 @@ triage=("${qemu[@]}" libclang-rt-14-dev libfuzzer-14-dev llvm-14 valgrind afl++ 
 qemu_fuzz=("${qemu[@]}" clang libclang-rt-14-dev:arm64 libstdc++-12-dev-arm64-cross)
 # make check runs the QEMU matrix, make triage (tests/triage_mutant.sh) and
 # make qemu-fuzz on aarch64 and ppc64le (tests/qemu_fuzz_smoke.sh).
-check=("${triage[@]}" "${qemu_fuzz[@]}" strace python3 sqlite3 git perl util-linux procps coreutils bc patch spin)
+check=("${triage[@]}" "${qemu_fuzz[@]}" strace python3 sqlite3 git perl util-linux procps coreutils bc patch spin zip unzip file)
 # strace: bench/run.py counts the syscalls of some workloads under it.
 bench=("${build[@]}" python3 libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
        libclang-rt-14-dev gnuplot-nox hyperfine strace)
 fuzz=("${build[@]}" libclang-rt-14-dev libfuzzer-14-dev afl++ python3)
+# make oss-fuzz-check: OSS-Fuzz's toolchain as far as Debian has it (clang,
+# libFuzzer, AFL++'s driver), zip for the seed corpora, file and objdump for
+# check_build's checks.
+oss_fuzz=("${fuzz[@]}" zip unzip file git)
 
 want=()
 [ $# -eq 0 ] && set -- check
@@ -42,8 +46,9 @@ for group in "$@"; do
     qemu)  want+=("${qemu[@]}") ;;
     qemu-fuzz) want+=("${qemu_fuzz[@]}") ;;
     triage) want+=("${triage[@]}") ;;
-    all)   want+=("${check[@]}" "${bench[@]}" "${fuzz[@]}" "${qemu_fuzz[@]}") ;;
-    *) echo "ci/deps.sh: unknown group '$group' (build, check, bench, fuzz, qemu, qemu-fuzz, triage, all)" >&2; exit 2 ;;
+    oss-fuzz) want+=("${oss_fuzz[@]}") ;;
+    all)   want+=("${check[@]}" "${bench[@]}" "${fuzz[@]}" "${qemu_fuzz[@]}" "${oss_fuzz[@]}") ;;
+    *) echo "ci/deps.sh: unknown group '$group' (build, check, bench, fuzz, qemu, qemu-fuzz, triage, oss-fuzz, all)" >&2; exit 2 ;;
   esac
 done
 
