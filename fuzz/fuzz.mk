@@ -3,6 +3,8 @@
 #
 #   make fuzz [SECONDS=60] [ENGINE=libfuzzer|afl] [JOBS=1] [FUZZ_WORK=dir]
 #             [FUZZ_TARGETS="api edge"]      build, then run each target
+#             (JOBS: libFuzzer targets at once; AFL++ instances per target,
+#             one -M and JOBS-1 -S: CMPLOG, ASan, then plain)
 #   make fuzz-smoke                          every target, libFuzzer, 5 s each,
 #                                            from the seeds ($(BUILD)/fuzz/smoke-work)
 #   make fuzz-build                          every engine whose tools are here
@@ -89,19 +91,32 @@ $(call fuzz_bins,libfuzzer): $(BUILD)/fuzz/libfuzzer/%: $(BUILD)/fuzz/obj-libfuz
 	$(FUZZ_CLANG) -fsanitize=fuzzer $(FUZZ_SAN) -pthread -o $@ $^
 
 # ---- AFL++: afl-clang-fast, persistent mode through libAFLDriver -----------
-# AFL_QUIET: no banner per file.
-FUZZ_AFL_LIB := $(BUILD)/fuzz/obj-afl/libvigil_prefixed.a
-$(BUILD)/fuzz/obj-afl/vigil/%.o: src/%.c $(HDRS) | fuzz-tools-afl $(DEPS_STAMP)
-	@mkdir -p $(@D)
-	AFL_QUIET=1 $(FUZZ_AFL_CC) $(FUZZ_LIB_CFLAGS) -c $< -o $@
-$(FUZZ_AFL_LIB): $(patsubst src/%.c,$(BUILD)/fuzz/obj-afl/vigil/%.o,$(FUZZ_VIGIL_SRCS))
-	rm -f $@ && ar rcs $@ $^
-$(BUILD)/fuzz/obj-afl/%.o: %.c $(FUZZ_HDRS) | fuzz-tools-afl
-	@mkdir -p $(@D)
-	AFL_QUIET=1 $(FUZZ_AFL_CC) $(FUZZ_CFLAGS) -c $< -o $@
-$(call fuzz_bins,afl): $(BUILD)/fuzz/afl/%: $(BUILD)/fuzz/obj-afl/fuzz/%.o $(call fuzz_objs,afl,$(FUZZ_SUPPORT)) $(FUZZ_AFL_LIB)
-	@mkdir -p $(@D)
-	AFL_QUIET=1 $(FUZZ_AFL_CC) -fsanitize=fuzzer -pthread -o $@ $^
+# Three builds, all of every target: afl (plain: the -M instance and most -S
+# ones), afl-cmplog (AFL_LLVM_CMPLOG: comparison operands logged, for
+# afl-fuzz -c) and afl-asan (AFL_USE_ASAN: an -S instance that sees memory
+# errors).  `make fuzz ENGINE=afl JOBS=N` with N > 1 runs them together
+# (fuzz/run.sh).  AFL_QUIET: no banner per file.
+FUZZ_AFL_VARIANTS := afl afl-cmplog afl-asan
+FUZZ_AFL_ENV_afl := AFL_QUIET=1
+FUZZ_AFL_ENV_afl-cmplog := AFL_QUIET=1 AFL_LLVM_CMPLOG=1
+FUZZ_AFL_ENV_afl-asan := AFL_QUIET=1 AFL_USE_ASAN=1
+define fuzz_afl_variant
+$(BUILD)/fuzz/obj-$(1)/vigil/%.o: src/%.c $(HDRS) | fuzz-tools-afl $(DEPS_STAMP)
+	@mkdir -p $$(@D)
+	$(FUZZ_AFL_ENV_$(1)) $(FUZZ_AFL_CC) $(FUZZ_LIB_CFLAGS) -c $$< -o $$@
+$(BUILD)/fuzz/obj-$(1)/libvigil_prefixed.a: $(patsubst src/%.c,$(BUILD)/fuzz/obj-$(1)/vigil/%.o,$(FUZZ_VIGIL_SRCS))
+	rm -f $$@ && ar rcs $$@ $$^
+$(BUILD)/fuzz/obj-$(1)/%.o: %.c $(FUZZ_HDRS) | fuzz-tools-afl
+	@mkdir -p $$(@D)
+	$(FUZZ_AFL_ENV_$(1)) $(FUZZ_AFL_CC) $(FUZZ_CFLAGS) -c $$< -o $$@
+$(call fuzz_bins,$(1)): $(BUILD)/fuzz/$(1)/%: $(BUILD)/fuzz/obj-$(1)/fuzz/%.o $(call fuzz_objs,$(1),$(FUZZ_SUPPORT)) \
+    $(BUILD)/fuzz/obj-$(1)/libvigil_prefixed.a
+	@mkdir -p $$(@D)
+	$(FUZZ_AFL_ENV_$(1)) $(FUZZ_AFL_CC) -fsanitize=fuzzer -pthread -o $$@ $$^
+fuzz-build-$(1): $(call fuzz_bins,$(1))
+.PHONY: fuzz-build-$(1)
+endef
+$(foreach v,$(FUZZ_AFL_VARIANTS),$(eval $(call fuzz_afl_variant,$(v))))
 
 # ---- replay under one sanitizer (make triage): clang, all of it rebuilt ----
 # $(BUILD)/fuzz/replay-<v>/<t> for v in asan ubsan tsan: the replay main with
@@ -143,7 +158,6 @@ triage:
 fuzz-replay-build: $(call fuzz_bins,replay)
 fuzz-build-replay: fuzz-replay-build
 fuzz-build-libfuzzer: $(call fuzz_bins,libfuzzer)
-fuzz-build-afl: $(call fuzz_bins,afl)
 
 # Every engine whose tools are installed; says which were skipped and why.
 fuzz-build: fuzz-replay-build
@@ -158,7 +172,8 @@ FUZZ_RUN = BUILD=$(BUILD) bash fuzz/run.sh -j $(JOBS) $(if $(FUZZ_WORK),-w $(FUZ
 fuzz:
 	$(if $(filter $(ENGINE),libfuzzer afl),,$(error ENGINE=$(ENGINE): use ENGINE=libfuzzer or ENGINE=afl))
 	@bash ci/deps.sh fuzz
-	+@$(FUZZ_MAKE) fuzz-replay-build fuzz-build-$(ENGINE)
+	+@$(FUZZ_MAKE) fuzz-replay-build fuzz-build-$(ENGINE) \
+	  $(if $(and $(filter afl,$(ENGINE)),$(filter-out 1,$(JOBS))),fuzz-build-afl-cmplog fuzz-build-afl-asan)
 	@$(FUZZ_RUN) -e $(ENGINE) -s $(SECONDS) $(FUZZ_TARGETS)
 
 # The smoke run (make check) starts from the seeds every time, in its own
@@ -170,5 +185,5 @@ fuzz-smoke:
 	@$(if $(FUZZ_WORK),,rm -rf $(FUZZ_SMOKE_WORK)/libfuzzer/*/corpus)
 	@$(FUZZ_RUN) $(if $(FUZZ_WORK),,-w $(FUZZ_SMOKE_WORK)) -e libfuzzer -s 5 $(FUZZ_TARGETS)
 
-.PHONY: fuzz fuzz-smoke fuzz-build fuzz-replay-build fuzz-build-replay fuzz-build-libfuzzer fuzz-build-afl \
+.PHONY: fuzz fuzz-smoke fuzz-build fuzz-replay-build fuzz-build-replay fuzz-build-libfuzzer \
         fuzz-tools-replay fuzz-tools-libfuzzer fuzz-tools-afl

@@ -8,7 +8,12 @@
 #
 #   -e  engine (ENGINE, default libfuzzer); binaries in $BUILD/fuzz/<engine>/
 #   -s  seconds per target (FUZZ_SECONDS, default 60)
-#   -j  targets run at once (JOBS, default 1)
+#   -j  libFuzzer: targets run at once (JOBS, default 1).  AFL++: instances
+#       per target, syncing through one -o folder: one -M (plain build), then
+#       -S instances: CMPLOG (-c with the afl-cmplog build), the afl-asan
+#       build, then plain ones with other power schedules; the targets run
+#       one after another.  FUZZ_AFL_NAME=host prefixes the instance names,
+#       FUZZ_AFL_SECONDARY=1 makes every instance an -S (a second machine).
 #   -w  working folder (FUZZ_WORK, default ~/.cache/vigil-fuzz): per engine
 #       and target, corpus/ (grows from run to run), crashes/ (with
 #       <crash>.repro.sh), logs/
@@ -36,6 +41,7 @@ engine=${ENGINE:-libfuzzer}
 secs=${FUZZ_SECONDS:-$imported_seconds}
 [ "$secs" = 0 ] && secs=60
 jobs=${JOBS:-1}
+instances=1
 work=${FUZZ_WORK:-$HOME/.cache/vigil-fuzz}
 hang=${FUZZ_TIMEOUT:-10}
 rss_mb=${FUZZ_RSS_MB:-2048}
@@ -62,6 +68,16 @@ done
 for t in "${targets[@]}"; do
   [ -x "$B/fuzz/$engine/$t" ] || die "$B/fuzz/$engine/$t is not built (make fuzz-build-$engine)"
 done
+# AFL++: JOBS is the number of instances per target (one -M, the rest -S),
+# and the targets run one after another.
+if [ "$engine" = afl ] && [ "$jobs" -gt 1 ]; then
+  instances=$jobs jobs=1
+  for t in "${targets[@]}"; do
+    for v in afl-cmplog afl-asan; do
+      [ -x "$B/fuzz/$v/$t" ] || die "$B/fuzz/$v/$t is not built (make fuzz-build-$v; make fuzz builds it for JOBS > 1)"
+    done
+  done
+fi
 mkdir -p "$work" && work=$(cd "$work" && pwd) || die "cannot create $work"
 case $work/ in "$B"/*) ;; "$ROOT"/*) echo "fuzz/run.sh: note: $work is inside the source tree" >&2 ;; esac
 
@@ -126,21 +142,68 @@ start_libfuzzer() {
 
 start_afl() {
   local t=$1 W=$2 log=$3 f
-  # AFL's input = the seeds plus everything earlier runs found.
-  rm -rf "$W/afl-in" "$W/afl-out" && mkdir -p "$W/afl-in"
-  find "$W/seeds" "$W/corpus" -maxdepth 1 -type f -size -1024k -exec cp -t "$W/afl-in" {} + 2>/dev/null
-  if [ -z "$(ls -A "$W/afl-in")" ]; then printf '\0\0\0\0\0\0\0\0' >"$W/afl-in/zeros"; fi
+  # AFL's input = the seeds plus everything earlier runs found.  A second
+  # machine (FUZZ_AFL_SECONDARY=1) sharing the folder clears only its own
+  # instances' output.
+  if [ "${FUZZ_AFL_SECONDARY:-0}" = 1 ] && [ "$instances" -gt 1 ]; then
+    rm -rf "$W/$afl_in" "$W/.pids" "$W/afl-out/${FUZZ_AFL_NAME:+${FUZZ_AFL_NAME}-}"{main,cmplog,asan,plain*}
+  else
+    rm -rf "$W/$afl_in" "$W/afl-out" "$W/.pids"
+  fi
+  mkdir -p "$W/$afl_in"
+  find "$W/seeds" "$W/corpus" -maxdepth 1 -type f -size -1024k -exec cp -t "$W/$afl_in" {} + 2>/dev/null
+  if [ -z "$(ls -A "$W/$afl_in")" ]; then printf '\0\0\0\0\0\0\0\0' >"$W/$afl_in/zeros"; fi
   # AFL_FAST_CAL: 3 calibration runs per input instead of 8; the slow
   # targets (threads, fork, options) otherwise spend half a short run
   # calibrating a grown corpus.  (-V counts fuzzing time only.)
   local -a env=(AFL_NO_UI=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_FAST_CAL=1)
-  [ -n "${STATSD_PORT_OF[$t]:-}" ] && env+=(AFL_STATSD=1 AFL_STATSD_HOST=127.0.0.1 AFL_STATSD_PORT="${STATSD_PORT_OF[$t]}")
   [ "$afl_no_affinity" = 1 ] && env+=(AFL_NO_AFFINITY=1)
-  # afl-fuzz refuses sanitizer options it did not set itself; this build
-  # has no sanitizer.
-  exec $own_session env -u ASAN_OPTIONS -u UBSAN_OPTIONS -u MSAN_OPTIONS -u LSAN_OPTIONS "${env[@]}" \
-    afl-fuzz -i "$W/afl-in" -o "$W/afl-out" -V "$secs" -t "$((hang * 1000))" -- "$B/fuzz/afl/$t" >"$log" 2>&1
+  local -a run=(afl-fuzz -i "$W/$afl_in" -o "$W/afl-out" -V "$secs" -t "$((hang * 1000))")
+  local statsd=()
+  [ -n "${STATSD_PORT_OF[$t]:-}" ] && statsd=(AFL_STATSD=1 AFL_STATSD_HOST=127.0.0.1 AFL_STATSD_PORT="${STATSD_PORT_OF[$t]}")
+  # afl-fuzz refuses sanitizer options it did not set itself; the plain and
+  # CMPLOG builds have no sanitizer.
+  local -a nosan=(-u ASAN_OPTIONS -u UBSAN_OPTIONS -u MSAN_OPTIONS -u LSAN_OPTIONS)
+  if [ "$instances" -le 1 ]; then
+    exec $own_session env "${nosan[@]}" "${env[@]}" "${statsd[@]}" "${run[@]}" -- "$B/fuzz/afl/$t" >"$log" 2>&1
+  fi
+  # Several instances in one -o folder, which they sync through: instance 0
+  # is the main (-M, deterministic stages), 1 CMPLOG, 2 the ASan build
+  # (afl-fuzz wants abort_on_error=1 and symbolize=0 then), 3 and up plain
+  # with other power schedules.  Each writes its own log beside the main's.
+  # FUZZ_AFL_NAME prefixes the names and FUZZ_AFL_SECONDARY=1 makes
+  # instance 0 an -S too, for a second machine syncing into the same
+  # folder (README: "Fuzzing with AFL++ on several cores or machines").
+  local i name role bin pids=() schedules=(explore coe lin quad exploit rare)
+  local prefix=${FUZZ_AFL_NAME:+${FUZZ_AFL_NAME}-}
+  for ((i = 0; i < instances; i++)); do
+    local -a extra=() venv=("${nosan[@]}")
+    bin=$B/fuzz/afl/$t role=-S
+    case $i in
+      0) name=main; [ "${FUZZ_AFL_SECONDARY:-0}" = 1 ] || role=-M; venv+=("${statsd[@]}") ;;
+      1) name=cmplog; extra=(-c "$B/fuzz/afl-cmplog/$t") ;;
+      2) name=asan; bin=$B/fuzz/afl-asan/$t
+         venv=(ASAN_OPTIONS="abort_on_error=1:symbolize=0:allocator_may_return_null=1:detect_leaks=$(leaks_for "$t")") ;;
+      *) name=plain$i; extra=(-p "${schedules[$(( (i - 3) % ${#schedules[@]} ))]}") ;;
+    esac
+    local out=$log
+    [ "$i" -gt 0 ] && out=${log%.log}.$name.log
+    ( exec $own_session env "${venv[@]}" "${env[@]}" "${run[@]}" "$role" "$prefix$name" "${extra[@]}" -- "$bin" ) >"$out" 2>&1 &
+    pids+=($!)
+  done
+  echo "${pids[*]}" >"$W/.pids"
+  # The signals go to the instances themselves (on_signal reads .pids):
+  # this runner, a background shell, ignores SIGINT.
+  local rc=0 r
+  for p in "${pids[@]}"; do
+    wait "$p"; r=$?
+    [ $r -gt $rc ] && rc=$r
+  done
+  return $rc
 }
+
+# AFL's input folder, per machine when several share the work folder.
+afl_in=afl-in${FUZZ_AFL_NAME:+-$FUZZ_AFL_NAME}
 
 # Each fuzzer runs in a session of its own, so a Ctrl-C at the terminal
 # reaches only make and this script, which then stops each fuzzer by its
@@ -153,7 +216,7 @@ own_session=$(command -v setsid || true)
 afl_no_affinity=0
 if [ "$engine" = afl ]; then
   others=$(pgrep -c -x afl-fuzz || true)
-  [ $((jobs + ${others:-0})) -gt "$(nproc)" ] && afl_no_affinity=1
+  [ $((jobs * instances + ${others:-0})) -gt "$(nproc)" ] && afl_no_affinity=1
 fi
 
 # ---- progress and results ---------------------------------------------------
@@ -173,10 +236,15 @@ lf_numbers() {
     print e, s, c, k }'
 }
 afl_numbers() {
-  local stats=$1/default/fuzzer_stats plot=$1/default/plot_data log=${3:-}
+  local inst=default
+  [ "$instances" -gt 1 ] && inst=${FUZZ_AFL_NAME:+${FUZZ_AFL_NAME}-}main
+  local stats=$1/$inst/fuzzer_stats plot=$1/$inst/plot_data log=${3:-}
   if [ -f "$stats" ] && [ "${2:-}" = final ]; then
-    awk -F' *: *' '{ v[$1] = $2 } END {
-      printf "%s %.0f %s %s\n", v["execs_done"], v["execs_per_sec"], v["edges_found"], v["corpus_count"] }' "$stats"
+    # Several instances: their execs and rates add up; coverage and corpus
+    # are the main's, which imports what the others find.
+    awk -F' *: *' -v main="$stats" '{ if (FILENAME == main) v[$1] = $2
+        if ($1 == "execs_done") e += $2; if ($1 == "execs_per_sec") r += $2 } END {
+      printf "%s %.0f %s %s\n", e, r, v["edges_found"], v["corpus_count"] }' "$1"/*/fuzzer_stats
     return
   fi
   if [ -s "$1/../.statsd" ]; then
@@ -216,7 +284,7 @@ while True:
 collect_afl() {
   local t=$1 W=$2 f sum kind
   : >"$W/.run-crashes"
-  for f in "$W"/afl-out/default/queue/id:*; do
+  for f in "$W"/afl-out/*/queue/id:*; do
     [ -f "$f" ] || continue
     sum=$(sha1sum <"$f") && cp -n "$f" "$W/corpus/${sum%% *}"
   done
@@ -233,12 +301,15 @@ collect_afl() {
   # a regression that fails again must still count.
   local name
   while IFS=: read -r kind name; do
-    f=$W/afl-in/${name#*orig:}
+    f=$W/$afl_in/${name#*orig:}
     [ -f "$f" ] && keep "$kind" "$f" "seed ${name#*orig:}"
   done < <(sed -n "s/.*Test case '\([^']*\)' results in a crash.*/crash:\1/p; s/.*Test case '\([^']*\)' results in a timeout.*/timeout:\1/p" "${LOG_OF[$t]}")
+  local d
   for kind in crashes:crash hangs:timeout; do
-    for f in "$W/afl-out/default/${kind%%:*}"/id:*; do
-      [ -f "$f" ] && keep "${kind#*:}" "$f" "${f##*/}"
+    for d in "$W"/afl-out/*; do
+      for f in "$d/${kind%%:*}"/id:*; do
+        [ -f "$f" ] && keep "${kind#*:}" "$f" "${d##*/}/${f##*/}"
+      done
     done
   done
 }
@@ -350,7 +421,7 @@ run_crashes() {
 status() {
   local t=$1 W=${W_OF[$1]} n execs eps cov corp ncrash
   if [ "$engine" = libfuzzer ]; then n=$(lf_numbers "${LOG_OF[$t]}"); ncrash=$(run_crashes "$t" | grep -c .)
-  else n=$(afl_numbers "$W/afl-out" live "${LOG_OF[$t]}"); ncrash=$(find "$W/afl-out/default/crashes" "$W/afl-out/default/hangs" -name 'id:*' 2>/dev/null | wc -l); fi
+  else n=$(afl_numbers "$W/afl-out" live "${LOG_OF[$t]}"); ncrash=$(find "$W"/afl-out/*/crashes "$W"/afl-out/*/hangs -name 'id:*' 2>/dev/null | wc -l); fi
   read -r execs eps cov corp <<<"${n:-- - - -}"
   # AFL's own rate is smoothed and wild in its first seconds: show the
   # average since the start instead.
@@ -442,11 +513,19 @@ on_signal() {
     stop=1 stop_at=$(date +%s)
     echo; echo "fuzz/run.sh: stopping (the summary follows; again to kill)"
   fi
-  for t in "${running[@]}"; do [ -n "${PID_OF[$t]:-}" ] && kill -$sig "${PID_OF[$t]}" 2>/dev/null; done
+  for t in "${running[@]}"; do
+    # (Several AFL++ instances: each gets the signal itself.)
+    [ -n "${PID_OF[$t]:-}" ] && kill -$sig "${PID_OF[$t]}" $(cat "${W_OF[$t]}/.pids" 2>/dev/null) 2>/dev/null
+  done
 }
 trap on_signal INT TERM
 
-echo "fuzz: engine $engine, ${secs}s per target, ${jobs} at once, work $work"
+if [ "$instances" -gt 1 ]; then
+  names=$(printf '%s\n' main cmplog asan $(seq 3 $((instances - 1)) | sed 's/^/plain/') | head -n "$instances" | paste -sd, | sed 's/,/, /g')
+  echo "fuzz: engine $engine, ${secs}s per target, $instances instances each ($names), work $work"
+else
+  echo "fuzz: engine $engine, ${secs}s per target, ${jobs} at once, work $work"
+fi
 while :; do
   while [ "$stop" = 0 ] && [ ${#pending[@]} -gt 0 ] && [ ${#running[@]} -lt "$jobs" ]; do
     launch "${pending[0]}"
@@ -466,8 +545,9 @@ while :; do
     # for), or still there 30 s after Ctrl-C, is stopped, then killed.
     now=$(date +%s) limit=$((START_OF[$t] + secs + 3 * hang + 60))
     [ "$stop" = 1 ] && [ $((stop_at + 30)) -lt $limit ] && limit=$((stop_at + 30))
-    if [ "$now" -gt $((limit + 30)) ]; then kill -KILL "${PID_OF[$t]}" 2>/dev/null
-    elif [ "$now" -gt $limit ]; then kill -INT "${PID_OF[$t]}" 2>/dev/null; fi
+    if [ "$now" -gt $((limit + 30)) ]; then
+      kill -KILL "${PID_OF[$t]}" $(cat "${W_OF[$t]}/.pids" 2>/dev/null) 2>/dev/null
+    elif [ "$now" -gt $limit ]; then kill -INT "${PID_OF[$t]}" $(cat "${W_OF[$t]}/.pids" 2>/dev/null) 2>/dev/null; fi
     [ "$stop" = 0 ] && [ $show = 1 ] && status "$t"
   done
   running=("${still[@]+"${still[@]}"}")
