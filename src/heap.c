@@ -5,7 +5,7 @@
  * one owner, kept in its own heap.  The batch goes on the owner heap's
  * `remote` stack as one chain with one release CAS when it is full, when a
  * block of another owner is freed, and when the thread takes its slow malloc
- * path, trims, reads the stats or exits (a CAS per block was a quarter of
+ * path, trims or exits (a CAS per block was a quarter of
  * the time of a ring of threads freeing each other's blocks).  A thread
  * without a heap pushes each block at once.  The owner takes the whole stack
  * with one acquire exchange.  There is no pop of single entries, so there is
