@@ -7,6 +7,7 @@
 #include "internal.h"
 
 #define CACHE_SLOTS 64u
+#define PROBE_ABOVE ((size_t)1 << 30) /* above: map RW, so the kernel refuses at once */
 #define THRESHOLD_MAX ((size_t)32 << 20)
 
 struct large {
@@ -18,6 +19,8 @@ struct large {
 struct vg_lock vg_large_lock = VG_LOCK_INIT;
 static struct large *table;
 static size_t table_cap, table_count, live_bytes;
+static size_t peak_now, peak_before; /* see recent_peak */
+static uint64_t peak_since;
 static struct large cache[CACHE_SLOTS];
 static unsigned ncache;
 /* The most a cached mapping can hold (0: empty), read without the lock to
@@ -99,6 +102,7 @@ static bool publish(struct large e) {
   if (ok) {
     put(e);
     live_bytes += e.ulen;
+    if (peak_now < live_bytes) peak_now = live_bytes;
   }
   vg_unlock(&vg_large_lock);
   return ok;
@@ -157,6 +161,18 @@ static void *from_cache(size_t size, bool zero) {
   return (void *)e.user;
 }
 
+/* The room a new block reserves: its size rounded up to a quarter of its
+ * power of two (at most a quarter more address space, none of it committed
+ * or charged).  A freed mapping in the cache then serves every later
+ * request of its class with at most one mprotect: without the room, churn
+ * of blocks between the largest span and 4 MiB missed the cache on most
+ * requests and mapped (and faulted in) a new block each time. */
+static size_t class_room(size_t ulen) {
+  unsigned lg = 63u - (unsigned)__builtin_clzll((unsigned long long)ulen);
+  size_t step = lg >= 2 ? (size_t)1 << (lg - 2) : 1;
+  return align_up(ulen, step > vg_os_page_size() ? step : vg_os_page_size());
+}
+
 void *vg_large_alloc(size_t size, size_t align, bool zero) {
   size_t ps = vg_os_page_size();
   if (size > PTRDIFF_MAX - 4 * ps || align > PTRDIFF_MAX / 2) {
@@ -169,12 +185,29 @@ void *vg_large_alloc(size_t size, size_t align, bool zero) {
     if (p != NULL) return p;
   }
   size_t slack = align > ps ? align - ps : 0;
-  size_t maplen = ulen + 2 * ps + slack;
-  uint8_t *map = vg_os_map(NULL, maplen, 1);
-  if (map == NULL) return NULL;
-  uint8_t *user = (uint8_t *)align_up((uintptr_t)map + ps, align > ps ? align : ps);
-  vg_os_protect(map, (size_t)(user - map), 0);
-  vg_os_protect(user + ulen, (size_t)(map + maplen - (user + ulen)), 0);
+  uint8_t *map, *user;
+  size_t maplen;
+  if (ulen <= PROBE_ABOVE) {
+    /* Reserve the block's class, commit the block: two syscalls. */
+    maplen = class_room(ulen) + 2 * ps + slack;
+    map = vg_os_map(NULL, maplen, 0);
+    if (map == NULL) return NULL;
+    user = (uint8_t *)align_up((uintptr_t)map + ps, align > ps ? align : ps);
+    if (vg_os_protect(user, ulen, 1) != 0) {
+      vg_os_unmap(map, maplen);
+      errno = ENOMEM;
+      return NULL;
+    }
+  } else {
+    /* A plain RW mapping, so the kernel refuses at once what it cannot
+     * commit (see grow_moving). */
+    maplen = ulen + 2 * ps + slack;
+    map = vg_os_map(NULL, maplen, 1);
+    if (map == NULL) return NULL;
+    user = (uint8_t *)align_up((uintptr_t)map + ps, align > ps ? align : ps);
+    vg_os_protect(map, (size_t)(user - map), 0);
+    vg_os_protect(user + ulen, (size_t)(map + maplen - (user + ulen)), 0);
+  }
   struct large e = {(uintptr_t)user, map, maplen, ulen};
   if (!publish(e)) {
     vg_os_unmap(map, maplen);
@@ -203,11 +236,28 @@ static void adjust_thresholds(size_t ulen) {
  * cache is vigil's counterpart for blocks too big for a segment.  With only
  * the live bytes as budget, churn of 4-32 MiB blocks evicted (and so
  * unmapped, and faulted in again) a mapping every 50 frees. */
+/* The peak of live_bytes in this decay period and in the one before, so
+ * the limit follows the working set's recent high, not its current level:
+ * with the current level, every dip evicted (unmapped) mappings that the
+ * next rise mapped and faulted in again (medium-churn, 2 threads: a miss
+ * every 20 large mallocs).  Caller holds the lock. */
+static size_t recent_peak(void) {
+  uint64_t now = vg_os_now_ns(), period = (uint64_t)vg_option(OPT_decay_ms) * 1000000u;
+  if (now - peak_since >= period) {
+    peak_before = now - peak_since >= 2 * period ? 0 : peak_now;
+    peak_now = 0;
+    peak_since = now;
+  }
+  if (peak_now < live_bytes) peak_now = live_bytes;
+  return peak_now > peak_before ? peak_now : peak_before;
+}
+
 static size_t cache_limit(void) {
   size_t limit = vg_option(OPT_large_cache), t = vg_mmap_threshold();
   if (!load_relaxed(&vg_opt_thresholds_fixed)) {
+    size_t peak = recent_peak();
     if (limit < 2 * t) limit = 2 * t;
-    if (limit / 2 < live_bytes) limit = 2 * live_bytes;
+    if (limit / 2 < peak) limit = 2 * peak;
   }
   return limit;
 }
@@ -265,7 +315,6 @@ size_t vg_large_usable(const void *p) {
  * qemu-user -R, a plain MREMAP_MAYMOVE that fails still unmaps the block
  * (qemu-targets/README.md).  Returns NULL, the block intact at p, when the
  * caller should fall back to allocate-copy-free. */
-#define PROBE_ABOVE ((size_t)1 << 30)
 #define HEADROOM (UINTPTR_MAX > 0xffffffffu ? 4u : 2u)
 
 static void *grow_moving(struct large *e, size_t nlen, size_t ps) {
@@ -354,6 +403,7 @@ void *vg_large_realloc(void *p, size_t size) {
   vg_lock(&vg_large_lock);
   put(n); /* cannot need to grow: this entry was taken out above */
   live_bytes = live_bytes - e.ulen + n.ulen;
+  if (peak_now < live_bytes) peak_now = live_bytes;
   vg_unlock(&vg_large_lock);
   if (result) VG_PROBE2(large_remap, e.ulen, n.ulen);
   errno = saved_errno;
