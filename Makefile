@@ -40,6 +40,7 @@ include bench/bench.mk
 include fuzz/ops.mk
 include fuzz/fuzz.mk
 include qemu-targets/qemu.mk
+include fuzz/trace/trace.mk
 
 # Proof that the fuzz machinery finds bugs: every fuzz/mutants/*.patch must be
 # caught by the corpus replay or a bounded (60 s) libFuzzer run; prints the

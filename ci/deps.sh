@@ -3,7 +3,7 @@
 # Idempotent: packages already present are not touched, and when everything
 # is there it only runs dpkg-query (fast enough to call from every make target).
 #
-#   ci/deps.sh [build|check|bench|fuzz|qemu|qemu-fuzz|triage|oss-fuzz|all]...   (default: check)
+#   ci/deps.sh [build|check|bench|fuzz|qemu|qemu-fuzz|triage|oss-fuzz|traces|all]...   (default: check)
 #
 # qemu-fuzz wants packages of the foreign architecture arm64 (the aarch64
 # clang runtime, for libFuzzer under qemu-aarch64): it adds that
@@ -34,6 +34,8 @@ fuzz=("${build[@]}" libclang-rt-14-dev libfuzzer-14-dev afl++ python3)
 # libFuzzer, AFL++'s driver), zip for the seed corpora, file and objdump for
 # check_build's checks.
 oss_fuzz=("${fuzz[@]}" zip unzip file git)
+# make traces: the programs whose malloc calls become seeds (fuzz/trace/record.sh).
+traces=("${build[@]}" python3 git sqlite3)
 
 want=()
 [ $# -eq 0 ] && set -- check
@@ -47,8 +49,9 @@ for group in "$@"; do
     qemu-fuzz) want+=("${qemu_fuzz[@]}") ;;
     triage) want+=("${triage[@]}") ;;
     oss-fuzz) want+=("${oss_fuzz[@]}") ;;
-    all)   want+=("${check[@]}" "${bench[@]}" "${fuzz[@]}" "${qemu_fuzz[@]}" "${oss_fuzz[@]}") ;;
-    *) echo "ci/deps.sh: unknown group '$group' (build, check, bench, fuzz, qemu, qemu-fuzz, triage, oss-fuzz, all)" >&2; exit 2 ;;
+    traces) want+=("${traces[@]}") ;;
+    all)   want+=("${check[@]}" "${bench[@]}" "${fuzz[@]}" "${qemu_fuzz[@]}" "${oss_fuzz[@]}" "${traces[@]}") ;;
+    *) echo "ci/deps.sh: unknown group '$group' (build, check, bench, fuzz, qemu, qemu-fuzz, triage, oss-fuzz, traces, all)" >&2; exit 2 ;;
   esac
 done
 
