@@ -162,8 +162,8 @@ static void *from_cache(size_t size, bool zero) {
 }
 
 /* The room a new block reserves: its size rounded up to a quarter of its
- * power of two (at most a quarter more address space, none of it committed
- * or charged).  A freed mapping in the cache then serves every later
+ * power of two (at most a quarter more address space; PROT_NONE, so none of
+ * it is resident).  A freed mapping in the cache then serves every later
  * request of its class with at most one mprotect: without the room, churn
  * of blocks between the largest span and 4 MiB missed the cache on most
  * requests and mapped (and faulted in) a new block each time. */
@@ -185,29 +185,17 @@ void *vg_large_alloc(size_t size, size_t align, bool zero) {
     if (p != NULL) return p;
   }
   size_t slack = align > ps ? align - ps : 0;
-  uint8_t *map, *user;
-  size_t maplen;
-  if (ulen <= PROBE_ABOVE) {
-    /* Reserve the block's class, commit the block: two syscalls. */
-    maplen = class_room(ulen) + 2 * ps + slack;
-    map = vg_os_map(NULL, maplen, 0);
-    if (map == NULL) return NULL;
-    user = (uint8_t *)align_up((uintptr_t)map + ps, align > ps ? align : ps);
-    if (vg_os_protect(user, ulen, 1) != 0) {
-      vg_os_unmap(map, maplen);
-      errno = ENOMEM;
-      return NULL;
-    }
-  } else {
-    /* A plain RW mapping, so the kernel refuses at once what it cannot
-     * commit (see grow_moving). */
-    maplen = ulen + 2 * ps + slack;
-    map = vg_os_map(NULL, maplen, 1);
-    if (map == NULL) return NULL;
-    user = (uint8_t *)align_up((uintptr_t)map + ps, align > ps ? align : ps);
-    vg_os_protect(map, (size_t)(user - map), 0);
-    vg_os_protect(user + ulen, (size_t)(map + maplen - (user + ulen)), 0);
-  }
+  /* The room is mapped RW and then protected, not reserved PROT_NONE and
+   * NORESERVE: so it is charged like the block, and neither the cache's
+   * mprotect nor an mremap can grow a block past the kernel's commit check.
+   * Above 1 GiB the block gets no room: the kernel refuses a size it cannot
+   * commit at once, and a quarter more could make it refuse one it can. */
+  size_t maplen = (ulen <= PROBE_ABOVE ? class_room(ulen) : ulen) + 2 * ps + slack;
+  uint8_t *map = vg_os_map(NULL, maplen, 1);
+  if (map == NULL) return NULL;
+  uint8_t *user = (uint8_t *)align_up((uintptr_t)map + ps, align > ps ? align : ps);
+  vg_os_protect(map, (size_t)(user - map), 0);
+  vg_os_protect(user + ulen, (size_t)(map + maplen - (user + ulen)), 0);
   struct large e = {(uintptr_t)user, map, maplen, ulen};
   if (!publish(e)) {
     vg_os_unmap(map, maplen);
