@@ -3,7 +3,7 @@
 # qemu-fuzz` runs on the QEMU targets without libFuzzer) finds bugs the
 # corpus does not: the mutant fuzz/mutants/signed-shrink.patch is built in a
 # copy of the tree (as fuzz/selftest.sh does), and the api seeds that the
-# mutant passes are kept.  From those alone, a bounded mutation run (fixed
+# mutant passes are kept (from a fixed list of seeds).  From those alone, a bounded mutation run (fixed
 # seed, at most RUNS executions or SECONDS) must crash, save the input, and
 # that file must fail again on the mutant, with the same report (the
 # oracle's, or vigil's own when its checks catch the mutant first), and
@@ -27,10 +27,17 @@ make -C "$work/tree" -s BUILD=build CC="$CC" build/fuzz/replay/api >"$work/build
   { tail -20 "$work/build.log"; fail "mutant build"; }
 mutant=$work/tree/build/fuzz/replay/api
 
-# The seeds that do not find the mutant by themselves.
+# The seeds that do not find the mutant by themselves, from a fixed list:
+# with the whole of corpus/api, every seed added there changed the
+# mutations and so what the bounded run found first (with the trace seeds,
+# a SIGSEGV without a report).
+SEEDS="calloc-zero cost-span-lengths cost-span-loop extremes free-empty memalign-family page-boundaries
+  realloc-chain reallocarray size-classes usable-trim-tune cost-realloc-cycles mmap-threshold"
 mkdir -p "$work/seeds"
 killers=()
-for f in corpus/api/*; do
+for s in $SEEDS; do
+  f=corpus/api/$s.ops
+  [ -f "$f" ] || fail "seed $f is gone: update SEEDS"
   if "$mutant" -q "$f" >/dev/null 2>&1; then cp "$f" "$work/seeds/"; else killers+=("$(basename "$f")"); fi
 done
 kept=$(ls "$work/seeds" | wc -l)
