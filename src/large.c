@@ -96,13 +96,18 @@ static bool reserve_one(void) {
   return true;
 }
 
+/* After live_bytes grew: the period's peak follows it (see recent_peak). */
+static void live_grew(void) {
+  if (peak_now < live_bytes) peak_now = live_bytes;
+}
+
 static bool publish(struct large e) {
   vg_lock(&vg_large_lock);
   bool ok = reserve_one();
   if (ok) {
     put(e);
     live_bytes += e.ulen;
-    if (peak_now < live_bytes) peak_now = live_bytes;
+    live_grew();
   }
   vg_unlock(&vg_large_lock);
   return ok;
@@ -168,8 +173,8 @@ static void *from_cache(size_t size, bool zero) {
  * of blocks between the largest span and 4 MiB missed the cache on most
  * requests and mapped (and faulted in) a new block each time. */
 static size_t class_room(size_t ulen) {
-  unsigned lg = 63u - (unsigned)__builtin_clzll((unsigned long long)ulen);
-  size_t step = lg >= 2 ? (size_t)1 << (lg - 2) : 1;
+  unsigned lg = 63u - (unsigned)__builtin_clzll((unsigned long long)ulen); /* ulen >= a page */
+  size_t step = (size_t)1 << (lg - 2);
   return align_up(ulen, step > vg_os_page_size() ? step : vg_os_page_size());
 }
 
@@ -217,13 +222,6 @@ static void adjust_thresholds(size_t ulen) {
   }
 }
 
-/* Bytes of freed mappings kept: the tunable, or, while the thresholds
- * adjust themselves, twice the mmap threshold or twice the live large bytes
- * when that is more.  Once frees have raised the threshold to a block size,
- * glibc serves blocks up to it from its heap and keeps its free chunks; the
- * cache is vigil's counterpart for blocks too big for a segment.  With only
- * the live bytes as budget, churn of 4-32 MiB blocks evicted (and so
- * unmapped, and faulted in again) a mapping every 50 frees. */
 /* The peak of live_bytes in this decay period and in the one before, so
  * the limit follows the working set's recent high, not its current level:
  * with the current level, every dip evicted (unmapped) mappings that the
@@ -236,10 +234,17 @@ static size_t recent_peak(void) {
     peak_now = 0;
     peak_since = now;
   }
-  if (peak_now < live_bytes) peak_now = live_bytes;
+  live_grew();
   return peak_now > peak_before ? peak_now : peak_before;
 }
 
+/* Bytes of freed mappings kept: the tunable, or, while the thresholds
+ * adjust themselves, twice the mmap threshold or twice the recent peak of
+ * live large bytes when that is more.  Once frees have raised the threshold to a block size,
+ * glibc serves blocks up to it from its heap and keeps its free chunks; the
+ * cache is vigil's counterpart for blocks too big for a segment.  With only
+ * the live bytes as budget, churn of 4-32 MiB blocks evicted (and so
+ * unmapped, and faulted in again) a mapping every 50 frees. */
 static size_t cache_limit(void) {
   size_t limit = vg_option(OPT_large_cache), t = vg_mmap_threshold();
   if (!load_relaxed(&vg_opt_thresholds_fixed)) {
@@ -391,7 +396,7 @@ void *vg_large_realloc(void *p, size_t size) {
   vg_lock(&vg_large_lock);
   put(n); /* cannot need to grow: this entry was taken out above */
   live_bytes = live_bytes - e.ulen + n.ulen;
-  if (peak_now < live_bytes) peak_now = live_bytes;
+  live_grew();
   vg_unlock(&vg_large_lock);
   if (result) VG_PROBE2(large_remap, e.ulen, n.ulen);
   errno = saved_errno;
