@@ -347,6 +347,8 @@ static struct heap *heap_new(void) {
   }
   if (h != NULL) {
     for (unsigned c = 0; c < VG_NCLASSES; c++) {
+      h->tc[c] = NULL;
+      h->tc_room[c] = c < VG_TC_CLASSES ? (uint8_t)vg_option(OPT_tcache_count) : 0;
       h->cur[c] = &vg_empty_page;
       h->avail[c] = NULL;
       h->spare[c] = NULL;

@@ -1,5 +1,9 @@
 /* Thread heaps: the slow paths behind heap.h, remote frees and abandonment.
  *
+ * A free of a block of up to 1 KiB goes to the thread cache first (heap.h),
+ * whoever owns the block; only what the cache has no room for takes the
+ * paths below, and the cache empties into them at thread exit and trim.
+ *
  * Remote frees (seed 002): a thread freeing a block it does not own tags it
  * (remote_tag, heap.h) and puts it in a batch of up to VG_RB_MAX blocks of
  * one owner, kept in its own heap.  The batch goes on the owner heap's
@@ -171,6 +175,20 @@ void vg_heap_free_remote(struct page *pg, struct block *b, uint32_t idx) {
   if (h->rb_n == VG_RB_MAX) vg_heap_flush_remote(h);
 }
 
+/* Each cached block goes back to its page: this heap's, or its owner's
+ * through the remote batch.  At thread exit, and for malloc_trim. */
+void vg_heap_tc_flush(struct heap *h) {
+  for (unsigned c = 0; c < VG_TC_CLASSES; c++) {
+    while (h->tc[c] != NULL) {
+      struct block *b = tc_pop(h, c, h->tc[c]);
+      struct page *pg = page_of(b);
+      uint32_t idx = slot_index(pg, b);
+      if (load_relaxed(&pg->owner) == h) heap_free_slot(h, pg, b, idx);
+      else vg_heap_free_remote(pg, b, idx);
+    }
+  }
+}
+
 /* Every entry is checked before its link is read: a slot of a small page,
  * carrying the tag.  A use-after-free write over a queued block fails this
  * with a report, instead of sending the drain through the user's data. */
@@ -202,6 +220,7 @@ static void abandon_list(struct page *pg) {
 }
 
 void vg_heap_abandon(struct heap *h) {
+  vg_heap_tc_flush(h);
   vg_heap_flush_remote(h);
   vg_span_cache_flush(h);
   vg_heap_drain(h);

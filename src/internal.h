@@ -13,7 +13,7 @@
  * must be in use, and the offset must fall on a slot boundary.
  *
  * Allocation call tree:
- *   malloc -> heap_alloc (thread heap, no lock, no atomic)
+ *   malloc -> heap_alloc (thread cache, else the page; no lock, no atomic)
  *             `-> vg_heap_alloc_slow: drain remote frees, extend the page,
  *                 next page of the class, or vg_arena_page (arena lock)
  *          -> vg_span_alloc  (64 KiB < size < mmap threshold; arena lock)
@@ -212,9 +212,15 @@ extern struct vg_lock vg_meta_lock;
 #define VG_REMOTE_CLOSED ((uintptr_t)1)
 #define VG_SPAN_CACHE 4u
 #define VG_RB_MAX 32u /* remote frees a thread gathers before one push (heap.c) */
+/* Classes up to 1 KiB go through the thread cache (heap.h); each of their
+ * runs is one page long, which tc_pop relies on. */
+#define VG_TC_CLASSES (VG_CLASS_1K(1024u) + 1u)
+static_assert(VG_PAGE / 1024u >= 8u, "a run of a thread-cache class is one page (class_pages)");
 enum heap_state { HEAP_FREE, HEAP_LIVE, HEAP_ORPHANED };
 
 struct heap {
+  struct block *tc[VG_NCLASSES];   /* thread cache: freed blocks of any heap, tagged (heap.h) */
+  uint8_t tc_room[VG_NCLASSES];    /* blocks tc[c] may still take; 0 above VG_TC_CLASSES */
   struct page *cur[VG_NCLASSES];   /* page to allocate from; &vg_empty_page if none */
   struct page *avail[VG_NCLASSES]; /* pages of the class that may have room */
   struct page *full;               /* pages with no room; any class */
@@ -241,6 +247,7 @@ void vg_heap_page_refill(struct heap *h, struct page *pg) HIDDEN;
 void vg_heap_free_remote(struct page *pg, struct block *b, uint32_t idx) HIDDEN; /* batched */
 void vg_heap_free_remote_now(struct page *pg, struct block *b) HIDDEN;           /* not batched */
 void vg_heap_flush_remote(struct heap *h) HIDDEN; /* push this thread's batch */
+void vg_heap_tc_flush(struct heap *h) HIDDEN;     /* empty the thread cache into the pages */
 void vg_heap_drain(struct heap *h) HIDDEN;
 void vg_heap_abandon(struct heap *h) HIDDEN;
 struct heap *vg_heap_get(void) HIDDEN; /* this thread's heap, made on first use */

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "heap.h"
 
 struct totals {
   size_t segments, arena_bytes;     /* committed bytes usable for blocks */
@@ -46,6 +46,24 @@ static void add_arena(struct arena *a, struct totals *t) {
   }
 }
 
+/* Blocks in the calling thread's cache are free to it, so they count as
+ * free here.  Other threads' caches cannot be read safely, so their blocks
+ * count as in use, as glibc counts the chunks in its tcaches. */
+static void own_cache(struct totals *t, unsigned only) {
+  struct heap *h = vg_tl_heap;
+  if (h == NULL) return;
+  for (unsigned c = 0; c < VG_TC_CLASSES; c++) {
+    for (struct block *b = h->tc[c]; b != NULL; b = decode(b->rnext, b)) {
+      struct page *pg = page_of(b);
+      if (only != UINT32_MAX && segment_of_page(pg)->arena->index != only) continue;
+      t->small_used -= pg->bsize;
+      t->small_free += pg->bsize;
+      t->free_slots++;
+      t->class_free[c]++;
+    }
+  }
+}
+
 static void collect(struct totals *t, unsigned only) {
   memset(t, 0, sizeof *t);
   unsigned n = load_relaxed(&vg_narenas);
@@ -58,6 +76,7 @@ static void collect(struct totals *t, unsigned only) {
     t->mapped_max += a->mapped_max;
     vg_unlock(&a->lock);
   }
+  own_cache(t, only);
   t->arena_bytes = t->small_used + t->small_free + t->span_bytes + t->dirty_bytes;
 }
 

@@ -44,7 +44,7 @@ static void *peer_block, *peer_block2;
 static void *double_free_elsewhere(void *arg) {
   (void)arg;
   do_free(peer_block);
-  do_free(peer_block); /* both remote: the first left the remote tag */
+  do_free(peer_block); /* both remote: the first left the tag */
   return NULL;
 }
 static void *free_elsewhere(void *arg) {
@@ -98,7 +98,7 @@ static void corrupt(int kind) {
       do_free((void *)p);
       do_free((void *)p);
       break;
-    case 5: { /* double free by another thread, through the remote list */
+    case 5: { /* double free by another thread: the first free left the tag (thread cache) */
       peer_block = do_malloc(40);
       pthread_t t;
       pthread_create(&t, NULL, double_free_elsewhere, NULL);
@@ -142,6 +142,17 @@ static void corrupt(int kind) {
       for (int i = 0; i < 20000; i++) (void)do_malloc(40);
       break;
     }
+    case 11: { /* a use-after-free write over a thread-cache link only (case 3
+                * overwrites the tag too): the next pop checks the block the
+                * link leads to before it reads it */
+      char *a = do_malloc(48), *b = do_malloc(48);
+      do_free(a);
+      do_free(b); /* b's link points at a */
+      memset(b + 8, 0x41, 8);
+      (void)do_malloc(48); /* b: its tag is intact */
+      (void)do_malloc(48); /* the forged link */
+      break;
+    }
   }
 }
 
@@ -159,6 +170,7 @@ static const struct {
     {"remote free then realloc", "vigil: double free at 0x"},
     {"remote free then usable size", "vigil: double free at 0x"},
     {"overwritten remote list", "vigil: corrupted remote free list at 0x"},
+    {"overwritten cache link", "vigil: corrupted free list at 0x"},
 };
 #define NCASES (int)(sizeof cases / sizeof cases[0])
 

@@ -1,0 +1,94 @@
+/* The thread cache (src/heap.h): a thread that frees another thread's small
+ * block reuses it for its own next malloc of that class, up to tcache_count
+ * blocks a class; the rest go home through the owner's remote list, and at
+ * thread exit the cache empties into the pages.
+ *
+ * The program runs twice: as itself (default options), and again as a child
+ * with VIGIL_OPTIONS=tcache_count=0, where the same steps must show the
+ * cache off.  So the reuse check is shown to depend on the cache. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "heap.h" /* white-box: the cache's heads */
+#include "testlib.h"
+
+#define SIZE 48
+#define N 40 /* more than the default tcache_count (16) */
+
+static int cache_on;
+static void *mine[N];
+
+/* In another thread: free main's block, then malloc the same size. */
+static void *reuse(void *arg) {
+  void *p = arg;
+  vigil_free(vigil_malloc(SIZE)); /* the thread's heap exists from its first malloc */
+  vigil_free(p);
+  void *q = vigil_malloc(SIZE);
+  if (cache_on) CHECK(q == p, "a freed foreign block was not reused: freed %p, got %p", p, q);
+  else CHECK(q != p, "tcache_count=0, yet a foreign block came back: %p", p);
+  memset(q, 0x5a, SIZE);
+  return q; /* main frees it */
+}
+
+/* In another thread: free N of main's blocks and exit without a malloc. */
+static void *free_all(void *arg) {
+  (void)arg;
+  vigil_free(vigil_malloc(SIZE));
+  for (int i = 0; i < N; i++) vigil_free(mine[i]);
+  return NULL;
+}
+
+static void run(void) {
+  size_t base = vigil_mallinfo2().uordblks;
+
+  void *p = vigil_malloc(SIZE), *q;
+  pthread_t t;
+  pthread_create(&t, NULL, reuse, p);
+  pthread_join(t, &q);
+  vigil_free(q);
+
+  /* N blocks freed by a thread that then exits: those it cached and those
+   * it sent home must all reach main's pages (malloc_trim drains main's
+   * remote list; remote frees count as in use until then).  Main's own
+   * cache holds q, and mallinfo counts the caller's cache as free. */
+  for (int i = 0; i < N; i++) mine[i] = vigil_malloc(SIZE);
+  pthread_create(&t, NULL, free_all, NULL);
+  pthread_join(t, NULL);
+  vigil_malloc_trim(0);
+  size_t now = vigil_mallinfo2().uordblks;
+  CHECK(now == base, "in use: %zu bytes before, %zu after every block came back", base, now);
+
+  /* malloc_trim empties the caller's cache into its pages. */
+  struct heap *h = vg_tl_heap;
+  unsigned cls = size_class(SIZE);
+  void *r = vigil_malloc(SIZE);
+  vigil_free(r);
+  CHECK((h->tc[cls] == r) == cache_on, "after a free, the cache's head is %p (freed %p)", (void *)h->tc[cls], r);
+  vigil_malloc_trim(0);
+  CHECK(h->tc[cls] == NULL, "malloc_trim left %p in the cache", (void *)h->tc[cls]);
+  void *s = vigil_malloc(SIZE);
+  CHECK(s == r, "the trimmed block %p should be first on its page's free list, got %p", r, s);
+  vigil_free(s);
+}
+
+int main(int argc, char **argv) {
+  const char *opt = getenv("VIGIL_OPTIONS");
+  cache_on = !(opt && strstr(opt, "tcache_count=0"));
+  run();
+  if (argc == 1) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      setenv("VIGIL_OPTIONS", "tcache_count=0", 1);
+      execl("/proc/self/exe", argv[0], "off", (char *)NULL);
+      _exit(127);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the run with tcache_count=0 failed (status %#x)", st);
+  }
+  return test_done(cache_on ? "unit_tcache" : "unit_tcache (tcache_count=0)");
+}
