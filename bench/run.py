@@ -12,7 +12,8 @@ Environment: RUNS (runs per workload and allocator; default 5, 3 with
 --quick), BUILD (build directory; default build), ALLOCATORS (comma list to
 restrict, e.g. glibc,vigil).
 
-Writes bench/results/latest.{md,csv,png} (quick.{md,csv,png} with --quick).
+Writes bench/results/latest.{md,csv,png} (quick.{md,csv,png} with --quick,
+NAME.{md,csv,png} with --name NAME).
 Exit status: 0 ok, 1 a run failed (crash, non-zero exit, timeout, missing
 output, preload not mapped), 2 usage or setup error, 3 --check failed.
 """
@@ -22,6 +23,7 @@ import csv
 import datetime
 import glob
 import os
+import re
 import platform
 import shutil
 import signal
@@ -388,6 +390,8 @@ def main():
                     help="exit 3 if vigil is slower than glibc on a workload of SPEED_CHECKED "
                          "or keeps more memory in memreturn (median ratio < 1.0)")
     ap.add_argument("--runs", type=int, default=None, help="runs per workload and allocator")
+    ap.add_argument("--name", default=None,
+                    help="write bench/results/NAME.{md,csv,png} (default: latest, or quick with --quick)")
     ap.add_argument("--syscalls", choices=("some", "all", "none"), default="some",
                     help="count the mmap/munmap/madvise/mremap/mprotect/rt_sigprocmask/futex calls under strace, in one "
                          "extra untimed run per allocator, for some workloads (default), all or none")
@@ -414,7 +418,11 @@ def main():
     workloads = WORKLOADS[mode]
 
     os.makedirs(RESULTS, exist_ok=True)
-    stem = os.path.join(RESULTS, "latest" if mode == "full" else "quick")
+    name = args.name or ("latest" if mode == "full" else "quick")
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name) or name.startswith("."):
+        print("run.py: --name takes letters, digits, '.', '_' and '-' (got %r)" % name, file=sys.stderr)
+        return 2
+    stem = os.path.join(RESULTS, name)
     started = datetime.datetime.now(datetime.timezone.utc)
     raw, failures = [], []
     total = runs * len(workloads) * len(allocs)
