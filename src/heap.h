@@ -71,7 +71,6 @@ static ALWAYS_INLINE void *heap_pop(struct page *pg, struct block *b) {
   return b;
 }
 
-
 /* Free of a validated slot `idx` of a page this heap owns, once it is known
  * not to carry the remote tag (heap_free_local, or the drain). */
 static ALWAYS_INLINE void heap_free_slot(struct heap *h, struct page *pg, struct block *b, uint32_t idx) {
@@ -90,7 +89,6 @@ static ALWAYS_INLINE void heap_free_local(struct heap *h, struct page *pg, struc
   if (unlikely(remote_freed(b))) vg_fatal(V_DOUBLE_FREE, b); /* another thread freed it */
   heap_free_slot(h, pg, b, idx);
 }
-
 
 /* malloc of class cls: the thread cache, else the current page's free list. */
 static ALWAYS_INLINE void *heap_alloc(struct heap *h, unsigned cls) {
