@@ -49,11 +49,16 @@ static ALWAYS_INLINE struct page *page_of(const void *p) {
  * second free, realloc or malloc_usable_size of it is a double free wherever
  * it is made.  Its link is the second word, encoded, and a pop checks the
  * block as the drain checks a remote entry, before it reads the link. */
-static ALWAYS_INLINE void *tc_pop(struct heap *h, unsigned cls, struct block *b) {
+static ALWAYS_INLINE struct page *tc_check(unsigned cls, const struct block *b) {
   struct page *pg = page_at(b); /* a run of these classes is one page long: no tail */
   if (unlikely(pg == NULL || pg->kind != PK_SMALL || pg->cls != cls || slot_index(pg, b) == UINT32_MAX ||
                !remote_freed(b)))
     vg_fatal(V_CORRUPT_FREELIST, b);
+  return pg;
+}
+
+static ALWAYS_INLINE void *tc_pop(struct heap *h, unsigned cls, struct block *b) {
+  (void)tc_check(cls, b);
   h->tc[cls] = decode(b->rnext, b);
   h->tc_room[cls]++;
   b->next = 0;

@@ -54,7 +54,7 @@ static void own_cache(struct totals *t, unsigned only) {
   if (h == NULL) return;
   for (unsigned c = 0; c < VG_TC_CLASSES; c++) {
     for (struct block *b = h->tc[c]; b != NULL; b = decode(b->rnext, b)) {
-      struct page *pg = page_of(b);
+      struct page *pg = tc_check(c, b); /* as a pop would, before the link is read */
       if (only != UINT32_MAX && segment_of_page(pg)->arena->index != only) continue;
       t->small_used -= pg->bsize;
       t->small_free += pg->bsize;

@@ -153,6 +153,15 @@ static void corrupt(int kind) {
       (void)do_malloc(48); /* the forged link */
       break;
     }
+    case 12: { /* the same overwrite, read by mallinfo2, which walks the
+                * caller's cache to count it as free */
+      char *a = do_malloc(48), *b = do_malloc(48);
+      do_free(a);
+      do_free(b);
+      memset(b + 8, 0x41, 8);
+      (void)mallinfo2();
+      break;
+    }
   }
 }
 
@@ -171,6 +180,7 @@ static const struct {
     {"remote free then usable size", "vigil: double free at 0x"},
     {"overwritten remote list", "vigil: corrupted remote free list at 0x"},
     {"overwritten cache link", "vigil: corrupted free list at 0x"},
+    {"overwritten cache link, mallinfo2", "vigil: corrupted free list at 0x"},
 };
 #define NCASES (int)(sizeof cases / sizeof cases[0])
 

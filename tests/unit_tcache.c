@@ -34,7 +34,8 @@ static void *reuse(void *arg) {
   return q; /* main frees it */
 }
 
-/* In another thread: free N of main's blocks and exit without a malloc. */
+/* In another thread: free N of main's blocks (more than its cache takes)
+ * and exit without a malloc after them. */
 static void *free_all(void *arg) {
   (void)arg;
   vigil_free(vigil_malloc(SIZE));
