@@ -1,12 +1,18 @@
 # vigil — see README.md for every target.
 CC ?= gcc
+# VALGRIND=1: vigil describes its blocks to memcheck (src/annotate.h), in its
+# own build directory.
+ifeq ($(VALGRIND),1)
+BUILD ?= build-valgrind
+ANNOTATE_CFLAGS := -DVIGIL_VALGRIND
+endif
 BUILD ?= build
 OPT ?= -O2
 WERROR ?=
 WARN := -Wall -Wextra -Wsign-compare -Wconversion -Wshadow -Wstrict-prototypes $(if $(WERROR),-Werror)
 CFLAGS_LIB := -std=gnu11 $(OPT) -g -fPIC -fvisibility=hidden -pthread $(WARN) \
   -fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc -fno-builtin-free \
-  -fno-plt -ftls-model=initial-exec $(EXTRA_CFLAGS)
+  -fno-plt -ftls-model=initial-exec $(ANNOTATE_CFLAGS) $(EXTRA_CFLAGS)
 SRCS := $(wildcard src/*.c)
 HDRS := $(wildcard src/*.h src/*.def)
 STD_OBJS := $(patsubst src/%.c,$(BUILD)/obj/std/%.o,$(SRCS))
@@ -54,6 +60,14 @@ fuzz-selftest: | check-deps
 tsan-check: | check-deps
 	@BUILD=$(BUILD) bash ci/tsan-check.sh
 .PHONY: tsan-check
+
+# Memcheck over vigil built VALGRIND=1 (client requests, src/annotate.h):
+# the unit tests and the corpus replay with zero errors, the demonstration
+# of user errors (tests/valgrind_demo.sh); ci/valgrind-check.sh.
+valgrind-check:
+	@bash ci/deps.sh valgrind
+	@bash ci/valgrind-check.sh
+.PHONY: valgrind-check
 
 # llvm-cov line and branch coverage of src/ from the tests and the corpus
 # replay (ci/coverage.sh): build-cov/coverage/index.html and summary.txt.

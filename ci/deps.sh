@@ -34,6 +34,8 @@ fuzz=("${build[@]}" libclang-rt-14-dev libfuzzer-14-dev afl++ python3)
 # libFuzzer, AFL++'s driver), zip for the seed corpora, file and objdump for
 # check_build's checks.
 oss_fuzz=("${fuzz[@]}" zip unzip file git)
+# make valgrind-check: memcheck, helgrind, drd and the client-request headers.
+valgrind=("${build[@]}" valgrind)
 # make traces: the programs whose malloc calls become seeds (fuzz/trace/record.sh).
 traces=("${build[@]}" python3 git sqlite3)
 
@@ -50,8 +52,9 @@ for group in "$@"; do
     triage) want+=("${triage[@]}") ;;
     oss-fuzz) want+=("${oss_fuzz[@]}") ;;
     traces) want+=("${traces[@]}") ;;
+    valgrind) want+=("${valgrind[@]}") ;;
     all)   want+=("${check[@]}" "${bench[@]}" "${fuzz[@]}" "${qemu_fuzz[@]}" "${oss_fuzz[@]}" "${traces[@]}") ;;
-    *) echo "ci/deps.sh: unknown group '$group' (build, check, bench, fuzz, qemu, qemu-fuzz, triage, oss-fuzz, traces, all)" >&2; exit 2 ;;
+    *) echo "ci/deps.sh: unknown group '$group' (build, check, bench, fuzz, qemu, qemu-fuzz, triage, oss-fuzz, traces, valgrind, all)" >&2; exit 2 ;;
   esac
 done
 

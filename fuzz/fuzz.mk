@@ -34,7 +34,7 @@ FUZZ_AFL_CC ?= afl-clang-fast
 
 FUZZ_SUPPORT := fuzz/program.c $(wildcard diff/*.c)
 FUZZ_HDRS := $(wildcard fuzz/*.h diff/*.h) $(HDRS)
-FUZZ_CFLAGS := -std=gnu11 -O1 -g -pthread -Isrc -Ifuzz -Idiff -DVIGIL_PREFIX -Wall -Wextra
+FUZZ_CFLAGS := -std=gnu11 -O1 -g -pthread -Isrc -Ifuzz -Idiff -DVIGIL_PREFIX -Wall -Wextra $(ANNOTATE_CFLAGS)
 # vigil's sources: the library's own flags at -O1, without -Werror (a
 # warning only one compiler gives must not stop a fuzzing run).
 FUZZ_LIB_CFLAGS := $(filter-out -O% -Werror $(EXTRA_CFLAGS),$(CFLAGS_LIB)) -O1 -DVIGIL_PREFIX

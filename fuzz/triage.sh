@@ -123,7 +123,7 @@ export TSAN_OPTIONS=halt_on_error=1:exitcode=66:report_signal_unsafe=0
 export ASAN_SYMBOLIZER_PATH=${ASAN_SYMBOLIZER_PATH:-$(command -v llvm-symbolizer-14 || command -v llvm-symbolizer || echo)}
 # Valgrind's own errors exit 99; --child-silent-after-fork: the fork target's
 # children are judged by the parent.
-VALGRIND=(valgrind -q --error-exitcode=99 --child-silent-after-fork=yes)
+VALGRIND=(valgrind -q --error-exitcode=99 --child-silent-after-fork=yes --fair-sched=yes)
 
 # run_to LOG COMMAND...: COMMAND's status, its output in LOG, within HANG
 # seconds (the braces keep bash's "Aborted" job notices off the terminal).

@@ -9,8 +9,8 @@
 /* vg_tl_busy is non-zero while this thread runs inside vigil: a fork from a
  * signal handler that interrupted us then gives the child a fresh heap
  * (fork.c).  Two plain TLS stores; no atomics. */
-#define ENTER() (vg_tl_busy++)
-#define LEAVE() (vg_tl_busy--)
+#define ENTER() (vg_tl_busy++, vg_ann_enter())
+#define LEAVE() (vg_ann_leave(), vg_tl_busy--)
 
 static inline unsigned perturb_byte(void) { return (unsigned)vg_option(OPT_perturb); }
 
@@ -21,6 +21,49 @@ static unsigned aligned_class(size_t n, size_t align) {
   while (class_size(c) % align != 0) c++;
   return c;
 }
+
+/* The usable size of the live block p, or 0 with what is wrong with p. */
+static size_t block_size(void *p, enum violation *why) {
+  struct page *pg = page_of(p);
+  *why = V_INVALID_POINTER;
+  if (pg == NULL) return vg_large_usable(p);
+  if (pg->kind == PK_SMALL) {
+    uint32_t idx = slot_index(pg, p);
+    if (idx == UINT32_MAX) return 0;
+    *why = V_DOUBLE_FREE;
+    /* Freed by another thread (the tag), or by this one (its bit). */
+    if (remote_freed(p) || !(bits_load(&pg->bits[idx / 64]) & slot_bit(idx))) return 0;
+    return pg->bsize;
+  }
+  if (pg->kind == PK_SPAN && p == pg->start) {
+    *why = V_DOUBLE_FREE;
+    return vg_span_is_free(pg) ? 0 : pg->bsize;
+  }
+  return 0;
+}
+
+/* Usable size of a live block; fatal for anything vigil did not hand out. */
+static size_t usable(void *p) {
+  enum violation why;
+  size_t n = block_size(p, &why);
+  if (n == 0) vg_fatal(why, p);
+  return n;
+}
+
+/* Describing blocks to memory checkers (annotate.h); nothing otherwise. */
+#if VG_ANNOTATE
+static void note_alloc(void *p, size_t n, bool zeroed) {
+  if (p != NULL) vg_ann_alloc(p, n, usable(p), zeroed);
+}
+static void note_free(void *p) {
+  enum violation why;
+  size_t n = block_size(p, &why);
+  if (n != 0) vg_ann_free(p, n); /* else the free itself reports it */
+}
+#else
+static ALWAYS_INLINE void note_alloc(void *p, size_t n, bool zeroed) { (void)p, (void)n, (void)zeroed; }
+static ALWAYS_INLINE void note_free(void *p) { (void)p; }
+#endif
 
 static NOINLINE void *alloc_slow(size_t n, size_t align, bool zero) {
   if (n > PTRDIFF_MAX) {
@@ -41,16 +84,23 @@ static NOINLINE void *alloc_slow(size_t n, size_t align, bool zero) {
     if (n < vg_mmap_threshold()) p = vg_span_alloc(n, align);
     if (p == NULL) {
       errno = saved; /* a span that does not fit is not an error */
-      return vg_large_alloc(n, align, zero);
+      p = vg_large_alloc(n, align, zero);
+      note_alloc(p, n, zero); /* zeroed already, by the kernel or large.c */
+      return p;
     }
   }
+  note_alloc(p, n, false);
   if (p && zero) memset(p, 0, n);
   return p;
 }
 
 static ALWAYS_INLINE void *alloc(size_t n) {
   struct heap *h = vg_tl_heap;
-  if (likely(n <= VG_SMALL_MAX && h != NULL)) return heap_alloc(h, size_class(n));
+  if (likely(n <= VG_SMALL_MAX && h != NULL)) {
+    void *p = heap_alloc(h, size_class(n));
+    note_alloc(p, n, false);
+    return p;
+  }
   return alloc_slow(n, VG_ALIGN, false);
 }
 
@@ -60,28 +110,6 @@ void *vigil_malloc(size_t n) {
   if (unlikely(perturb_byte()) && p) memset(p, (int)(perturb_byte() ^ 0xff), n);
   LEAVE();
   return p;
-}
-
-/* Usable size of a live block; fatal for anything vigil did not hand out. */
-static size_t usable(void *p) {
-  struct page *pg = page_of(p);
-  if (pg == NULL) {
-    size_t n = vg_large_usable(p);
-    if (n == 0) vg_fatal(V_INVALID_POINTER, p);
-    return n;
-  }
-  if (pg->kind == PK_SMALL) {
-    uint32_t idx = slot_index(pg, p);
-    if (idx == UINT32_MAX) vg_fatal(V_INVALID_POINTER, p);
-    /* Freed by another thread (the tag), or by this one (its bit). */
-    if (remote_freed(p) || !(bits_load(&pg->bits[idx / 64]) & slot_bit(idx))) vg_fatal(V_DOUBLE_FREE, p);
-    return pg->bsize;
-  }
-  if (pg->kind == PK_SPAN && p == pg->start) {
-    if (vg_span_is_free(pg)) vg_fatal(V_DOUBLE_FREE, p);
-    return pg->bsize;
-  }
-  vg_fatal(V_INVALID_POINTER, p);
 }
 
 static NOINLINE void free_slow(void *p, struct page *pg) {
@@ -102,7 +130,12 @@ void vigil_free(void *p) {
   ENTER();
   struct page *pg = page_of(p);
   /* Like glibc, mapped blocks are not perturbed: they are about to go. */
-  if (unlikely(perturb_byte()) && pg != NULL) memset(p, (int)perturb_byte(), usable(p));
+  if (unlikely(perturb_byte()) && pg != NULL) {
+    size_t n = usable(p);
+    vg_ann_open(p, n);
+    memset(p, (int)perturb_byte(), n);
+  }
+  note_free(p);
   if (likely(pg != NULL && pg->kind == PK_SMALL)) small_free(pg, p, V_INVALID_POINTER);
   else free_slow(p, pg);
   LEAVE();
@@ -140,8 +173,14 @@ void *vigil_realloc(void *p, size_t n) {
   } else if (pg == NULL) {
     q = vg_large_realloc(p, n); /* in place, or its pages move: no copy */
   } else if (pg->kind == PK_SPAN) {
+    /* A shrink, which always succeeds, gives its tail pages to whichever
+     * thread asks next: they are described as gone before that. */
+    size_t len = align_up(n, VG_PAGE);
+    if (VG_ANNOTATE && len < old) vg_ann_resize(p, old, len, n), old = len;
     q = vg_span_resize(pg, n); /* in place when the next pages are free */
   }
+  if (VG_ANNOTATE && q == p) vg_ann_resize(p, old, usable(p), n);
+  else if (VG_ANNOTATE && q != NULL) vg_ann_moved(p, q, old, usable(q), n);
   if (q == NULL) {
     /* A block that moves to grow gets half as much again, so one grown in
      * small steps moves O(log n) times, not once per step. */
@@ -158,6 +197,7 @@ void *vigil_realloc(void *p, size_t n) {
       q = alloc_slow(n, VG_ALIGN, false);
     }
     if (q != NULL) {
+      vg_ann_open(p, old);
       memcpy(q, p, old < n ? old : n);
       vigil_free(p);
     }
@@ -219,6 +259,7 @@ size_t vigil_malloc_usable_size(void *p) {
   if (p == NULL) return 0;
   ENTER();
   size_t n = usable(p);
+  vg_ann_open(p, n); /* the caller may now use all n bytes */
   LEAVE();
   return n;
 }

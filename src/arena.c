@@ -168,7 +168,7 @@ void vg_arena_free_abandoned(struct page *pg, struct block *b) {
   if (pg->kind != PK_SMALL || idx == UINT32_MAX) vg_fatal(V_INVALID_POINTER, b);
   if (!(pg->bits[idx / 64] & slot_bit(idx))) vg_fatal(V_DOUBLE_FREE, b);
   bits_store(&pg->bits[idx / 64], pg->bits[idx / 64] & ~slot_bit(idx));
-  b->next = encode(pg->free, b);
+  blk_store(&b->next, encode(pg->free, b));
   pg->free = b;
   uint32_t used = load_relaxed(&pg->used) - 1;
   store_relaxed(&pg->used, used);
@@ -325,7 +325,9 @@ static pthread_key_t exit_key;
 
 static void thread_exit(void *arg) {
   struct heap *h = arg;
+  vg_ann_enter();
   if (load_relaxed(&h->state) == HEAP_LIVE) vg_heap_abandon(h);
+  vg_ann_leave();
 }
 
 void vg_heap_pool_put(struct heap *h) {

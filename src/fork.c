@@ -71,8 +71,11 @@ static void release_child(struct vg_lock *l) {
   if (!was_kept(l)) vg_lock_reset_child(l);
 }
 
+/* Memcheck reports nothing vigil does from prepare to parent or child
+ * (annotate.h). */
 static void prepare(void) {
   if (!load_acquire(&vg_ready)) return;
+  vg_ann_enter();
   _IO_list_lock();
   /* Raise the gate only now: a thread waiting at it may hold a FILE lock
    * that fflush(NULL) needs before it releases the list lock. */
@@ -95,6 +98,7 @@ static void parent(void) {
   _IO_list_unlock();
   atomic_fetch_sub_explicit(&vg_fork_gate, 1, memory_order_release);
   vg_tl_forking = 0;
+  vg_ann_leave();
 }
 
 static void child(void) {
@@ -113,6 +117,7 @@ static void child(void) {
     if (load_relaxed(&h->state) == HEAP_LIVE && (h != vg_tl_heap || interrupted))
       store_relaxed(&h->state, HEAP_ORPHANED);
   if (interrupted) vg_tl_heap = NULL;
+  vg_ann_leave();
 }
 
 void vg_fork_register(void) { pthread_atfork(prepare, parent, child); }

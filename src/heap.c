@@ -125,7 +125,7 @@ void *vg_heap_alloc_slow(struct heap *h, unsigned cls) {
 static bool remote_push(struct heap *o, struct block *first, struct block *last) {
   uintptr_t head = load_relaxed(&o->remote);
   while (head != VG_REMOTE_CLOSED) {
-    last->rnext = encode((void *)head, last);
+    blk_store(&last->rnext, encode((void *)head, last));
     if (atomic_compare_exchange_weak_explicit(&o->remote, &head, (uintptr_t)first, memory_order_release,
                                               memory_order_relaxed))
       return true;
@@ -138,7 +138,7 @@ static bool remote_push(struct heap *o, struct block *first, struct block *last)
 void vg_heap_free_remote_now(struct page *pg, struct block *b) {
   struct heap *o = load_relaxed(&pg->owner);
   if (o != NULL) {
-    b->next = remote_tag(b);
+    blk_store(&b->next, remote_tag(b));
     if (remote_push(o, b, b)) return;
   }
   vg_arena_free_abandoned(pg, b);
@@ -149,7 +149,7 @@ void vg_heap_flush_remote(struct heap *h) {
   if (n == 0) return;
   h->rb_n = 0;
   struct block **rb = h->rb;
-  for (unsigned i = 0; i + 1 < n; i++) rb[i]->rnext = encode(rb[i + 1], rb[i]);
+  for (unsigned i = 0; i + 1 < n; i++) blk_store(&rb[i]->rnext, encode(rb[i + 1], rb[i]));
   if (remote_push(h->rb_owner, rb[0], rb[n - 1])) return;
   /* The owner exited: each block goes wherever its page is now. */
   for (unsigned i = 0; i < n; i++) vg_heap_free_remote_now(page_of(rb[i]), rb[i]);
@@ -166,7 +166,7 @@ void vg_heap_free_remote(struct page *pg, struct block *b, uint32_t idx) {
     vg_heap_free_remote_now(pg, b);
     return;
   }
-  b->next = remote_tag(b);
+  blk_store(&b->next, remote_tag(b));
   if (o != h->rb_owner) {
     vg_heap_flush_remote(h);
     h->rb_owner = o;
@@ -198,7 +198,7 @@ static void drain_list(struct heap *h, uintptr_t list) {
     struct page *pg = page_of(b);
     uint32_t idx = pg != NULL && pg->kind == PK_SMALL ? slot_index(pg, b) : UINT32_MAX;
     if (unlikely(idx == UINT32_MAX || !remote_freed(b))) vg_fatal(V_CORRUPT_REMOTE, b);
-    list = (uintptr_t)decode(b->rnext, b);
+    list = (uintptr_t)decode(blk_load(&b->rnext), b);
     __builtin_prefetch((void *)list, 1); /* its words are read next, after b's free */
     if (load_relaxed(&pg->owner) == h) heap_free_slot(h, pg, b, idx);
     else vg_heap_free_remote_now(pg, b); /* its page changed hands: forward it */

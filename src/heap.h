@@ -23,7 +23,7 @@ static ALWAYS_INLINE uint64_t bits_load(const uint64_t *w) { return __atomic_loa
  * it only if its user wrote a value that depends on vg_secret. */
 #define VG_REMOTE_TAG ((uintptr_t)0x5a17)
 static ALWAYS_INLINE uintptr_t remote_tag(const struct block *b) { return encode((void *)VG_REMOTE_TAG, b); }
-static ALWAYS_INLINE bool remote_freed(const struct block *b) { return b->next == remote_tag(b); }
+static ALWAYS_INLINE bool remote_freed(const struct block *b) { return blk_load(&b->next) == remote_tag(b); }
 
 /* The descriptor of the VG_PAGE holding p (maybe a run's tail), or NULL
  * when p is in no live segment. */
@@ -59,9 +59,9 @@ static ALWAYS_INLINE struct page *tc_check(unsigned cls, const struct block *b) 
 
 static ALWAYS_INLINE void *tc_pop(struct heap *h, unsigned cls, struct block *b) {
   (void)tc_check(cls, b);
-  h->tc[cls] = decode(b->rnext, b);
+  h->tc[cls] = decode(blk_load(&b->rnext), b);
   h->tc_room[cls]++;
-  b->next = 0;
+  blk_store(&b->next, 0);
   return b;
 }
 
@@ -71,7 +71,7 @@ static ALWAYS_INLINE void *heap_pop(struct page *pg, struct block *b) {
   uint32_t idx = slot_index(pg, b);
   if (unlikely(idx == UINT32_MAX || (pg->bits[idx / 64] & slot_bit(idx)))) vg_fatal(V_CORRUPT_FREELIST, b);
   bits_store(&pg->bits[idx / 64], pg->bits[idx / 64] | slot_bit(idx));
-  pg->free = decode(b->next, b);
+  pg->free = decode(blk_load(&b->next), b);
   store_relaxed(&pg->used, load_relaxed(&pg->used) + 1);
   return b;
 }
@@ -83,7 +83,7 @@ static ALWAYS_INLINE void heap_free_slot(struct heap *h, struct page *pg, struct
   if (unlikely(!(*w & slot_bit(idx)))) vg_fatal(V_DOUBLE_FREE, b);
   bits_store(w, *w & ~slot_bit(idx));
   struct block *head = pg->free;
-  b->next = encode(head, b);
+  blk_store(&b->next, encode(head, b));
   pg->free = b;
   uint32_t used = load_relaxed(&pg->used) - 1;
   store_relaxed(&pg->used, used);
@@ -117,8 +117,8 @@ static ALWAYS_INLINE void small_free(struct page *pg, void *p, enum violation ba
   if (likely(h != NULL) && h->tc_room[cls] != 0) {
     /* Freed already: by some thread (the tag), or into its page (the bit). */
     if (unlikely(remote_freed(b) || !(bits_load(&pg->bits[idx / 64]) & slot_bit(idx)))) vg_fatal(V_DOUBLE_FREE, b);
-    b->next = remote_tag(b);
-    b->rnext = encode(h->tc[cls], b);
+    blk_store(&b->next, remote_tag(b));
+    blk_store(&b->rnext, encode(h->tc[cls], b));
     h->tc[cls] = b;
     h->tc_room[cls]--;
     return;

@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "annotate.h"
 #include "arch.h"
 #include "options.h"
 #include "os.h"

@@ -161,7 +161,10 @@ static void *from_cache(size_t size, bool zero) {
   }
   /* Fresh zero pages for calloc: cheaper than writing every byte (and
    * memset on failure). */
-  if (zero && vg_os_zero((void *)e.user, e.ulen) != 0) memset((void *)e.user, 0, size);
+  if (zero && vg_os_zero((void *)e.user, e.ulen) != 0) {
+    vg_ann_writable((void *)e.user, size);
+    memset((void *)e.user, 0, size);
+  }
   errno = saved;
   return (void *)e.user;
 }

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "annotate.h"
 #include "arch.h"
 
 #ifndef MAP_NORESERVE
@@ -47,6 +48,7 @@ void *vg_os_map(void *hint, size_t len, int rw) {
     errno = ENOMEM;
     return NULL;
   }
+  vg_ann_mapped(p, len);
   return p;
 }
 
@@ -54,6 +56,7 @@ void vg_os_unmap(void *p, size_t len) {
   int saved = errno;
   COUNT(unmap);
   munmap(p, len);
+  vg_ann_unmapped(p, len);
   if (INJECTED(VG_FAIL_UNMAP)) errno = ENOMEM;
   errno = saved;
 }
@@ -79,7 +82,9 @@ int vg_os_protect(void *p, size_t len, int rw) {
     errno = ENOMEM;
     return -1;
   }
-  return mprotect(p, len, rw ? PROT_READ | PROT_WRITE : PROT_NONE);
+  int r = mprotect(p, len, rw ? PROT_READ | PROT_WRITE : PROT_NONE);
+  if (r == 0) vg_ann_mapped(p, len);
+  return r;
 }
 
 void vg_os_decommit(void *p, size_t len, int remap) {
@@ -91,6 +96,7 @@ void vg_os_decommit(void *p, size_t len, int remap) {
     COUNT(madvise);
     (void)madvise(p, len, MADV_DONTNEED);
   }
+  vg_ann_mapped(p, len);
   if (INJECTED(VG_FAIL_DECOMMIT)) errno = EINVAL;
   errno = saved;
 }
@@ -104,7 +110,9 @@ int vg_os_zero(void *p, size_t len) {
     return -1;
   }
   void *r = mmap(p, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-  return r == MAP_FAILED ? -1 : 0;
+  if (r == MAP_FAILED) return -1;
+  vg_ann_mapped(p, len);
+  return 0;
 }
 
 void *vg_os_remap(void *old, size_t oldlen, size_t newlen, void *dest) {
@@ -114,7 +122,9 @@ void *vg_os_remap(void *old, size_t oldlen, size_t newlen, void *dest) {
     return NULL;
   }
   void *p = mremap(old, oldlen, newlen, MREMAP_MAYMOVE | MREMAP_FIXED, dest);
-  return p == MAP_FAILED ? NULL : p;
+  if (p == MAP_FAILED) return NULL;
+  vg_ann_unmapped(old, oldlen); /* the pages, and their contents, are at dest */
+  return p;
 }
 
 int vg_os_random(void *buf, size_t n) {

@@ -43,6 +43,7 @@ void vg_page_init_small(struct segment *s, unsigned first, unsigned cls) {
   pg->capacity = (uint32_t)(n * VG_PAGE / pg->bsize);
   pg->magic = (uint32_t)((((uint64_t)1 << 32) + pg->bsize - 1) / pg->bsize);
   memset(pg->bits, 0, ((pg->capacity + 63) / 64) * sizeof(uint64_t));
+  vg_ann_slots(pg->start, (size_t)n * VG_PAGE);
 }
 
 void vg_page_init_span(struct segment *s, unsigned first, unsigned n) {
@@ -66,9 +67,10 @@ void vg_page_extend(struct page *pg) {
   struct block *next = pg->free;
   for (uint32_t i = n; i-- > 0;) {
     struct block *b = (struct block *)(first + (size_t)i * pg->bsize);
-    b->next = encode(next, b);
+    blk_store(&b->next, encode(next, b));
     next = b;
   }
   pg->free = next;
   pg->reserved += n;
+  vg_ann_slots(first, (size_t)n * pg->bsize);
 }

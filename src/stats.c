@@ -53,7 +53,7 @@ static void own_cache(struct totals *t, unsigned only) {
   struct heap *h = vg_tl_heap;
   if (h == NULL) return;
   for (unsigned c = 0; c < VG_TC_CLASSES; c++) {
-    for (struct block *b = h->tc[c]; b != NULL; b = decode(b->rnext, b)) {
+    for (struct block *b = h->tc[c]; b != NULL; b = decode(blk_load(&b->rnext), b)) {
       struct page *pg = tc_check(c, b); /* as a pop would, before the link is read */
       if (only != UINT32_MAX && segment_of_page(pg)->arena->index != only) continue;
       t->small_used -= pg->bsize;
@@ -81,11 +81,13 @@ static void collect(struct totals *t, unsigned only) {
 }
 
 struct mallinfo2 vigil_mallinfo2(void) {
+  vg_ann_enter();
   vg_init();
   struct totals t;
   struct vg_large_stats l;
   collect(&t, UINT32_MAX);
   vg_large_stats(&l);
+  vg_ann_leave();
   struct mallinfo2 m = {0};
   m.arena = t.arena_bytes;
   m.ordblks = t.free_slots + t.free_pages;
@@ -176,11 +178,13 @@ static int malloc_info_uncancelled(FILE *fp) {
 
 int vigil_malloc_info(int options, FILE *fp) {
   if (options != 0) return EINVAL; /* glibc 2.36 returns it; errno untouched */
+  vg_ann_enter();
   vg_init();
   int old;
   pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
   int r = malloc_info_uncancelled(fp);
   pthread_setcancelstate(old, NULL);
+  vg_ann_leave();
   return r;
 }
 
@@ -190,6 +194,7 @@ int vigil_malloc_info(int options, FILE *fp) {
  * so cancellation is off while it writes, and a pending cancel acts at the
  * thread's next cancellation point. */
 void vigil_malloc_stats(void) {
+  vg_ann_enter();
   vg_init();
   int old;
   pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
@@ -209,6 +214,7 @@ void vigil_malloc_stats(void) {
           "max mmap regions = %10zu\nmax mmap bytes   = %10zu\n",
           all.arena_bytes + l.bytes, all.small_used + all.span_bytes + l.bytes, l.blocks, l.bytes);
   pthread_setcancelstate(old, NULL);
+  vg_ann_leave();
 }
 
 /* One line for humans and for the preload test, which uses it to prove that

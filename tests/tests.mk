@@ -7,7 +7,7 @@
 #   tests/*.sh       scripted tests (preload smoke, probes, docs, variants);
 #                    cost_warm.c is a plain program that cost_warm.sh runs
 # Exit status: 0 pass, 77 skipped (reported as skipped), anything else fails.
-TEST_CFLAGS := -std=gnu11 -O1 -g -pthread -Isrc -Wall -Wextra $(if $(WERROR),-Werror) $(EXTRA_CFLAGS)
+TEST_CFLAGS := -std=gnu11 -O1 -g -pthread -Isrc -Wall -Wextra $(if $(WERROR),-Werror) $(ANNOTATE_CFLAGS) $(EXTRA_CFLAGS)
 UNIT_SRCS := $(wildcard tests/unit_*.c)
 API_SRCS := $(wildcard tests/api_*.c)
 SEED_SRCS := $(wildcard tests/seed_*.c)

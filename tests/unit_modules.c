@@ -190,10 +190,10 @@ static void test_fit_table(void) {
 int main(void) {
   test_calloc_cached();
   vigil_free(vigil_malloc(1));
-  test_registry();
-  test_large_table();
-  test_remote();
-  test_decommit_accounting();
-  test_fit_table();
+  WHITE_BOX(test_registry());
+  WHITE_BOX(test_large_table());
+  WHITE_BOX(test_remote());
+  WHITE_BOX(test_decommit_accounting());
+  WHITE_BOX(test_fit_table());
   return test_done("unit_modules");
 }

@@ -1,0 +1,230 @@
+/* Telling memory checkers what vigil's memory is.  Without this, a checker
+ * that runs over vigil sees one big mapping: a use-after-free or an overflow
+ * inside vigil's heap is invisible to it.
+ *
+ * Memcheck (built with -DVIGIL_VALGRIND, `make VALGRIND=1`): every mapping
+ * vigil makes is NOACCESS (its metadata, free slots and tables); a block
+ * handed out is a MALLOCLIKE block of the size asked for, UNDEFINED (DEFINED
+ * for calloc), and the rest of its slot, its tail, stays NOACCESS; free is
+ * FREELIKE; realloc in place, and malloc_usable_size (after which the whole
+ * usable size is the caller's), are RESIZEINPLACE.
+ * vigil reads its own NOACCESS memory, so every entry point runs with
+ * memcheck's error reporting off for its thread (vg_ann_enter/leave); the
+ * client requests are how it speaks, not its own loads.
+ *
+ * ASan and MSan (the prefixed build compiled with the sanitizer: the
+ * libFuzzer targets and the replay-asan build): free slots, freed blocks and
+ * the tails of live blocks are poisoned; new blocks are marked uninitialised
+ * for MSan.  vigil's metadata is not poisoned: vigil's own code is
+ * instrumented and reads it, and it lies between PROT_NONE guard pages, out
+ * of reach of an overflow from a block.  vigil's own accesses to a block's
+ * two link words go through blk_load/blk_store, which are not instrumented.
+ *
+ * In every other build each function here is empty and costs nothing. */
+#ifndef VIGIL_ANNOTATE_H
+#define VIGIL_ANNOTATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef __has_feature
+#define __has_feature(x) 0
+#endif
+/* VIGIL_NO_POISON: a sanitizer build without it (tests/asan_poison.sh's
+ * control). */
+#if defined(VIGIL_PREFIX) && !defined(VIGIL_NO_POISON) && \
+    (defined(__SANITIZE_ADDRESS__) || __has_feature(address_sanitizer))
+#define VG_ASAN 1
+#include <sanitizer/asan_interface.h>
+#define VG_NOSAN __attribute__((noinline, unused, no_sanitize("address")))
+#elif defined(VIGIL_PREFIX) && !defined(VIGIL_NO_POISON) && __has_feature(memory_sanitizer)
+#define VG_MSAN 1
+#include <sanitizer/msan_interface.h>
+#define VG_NOSAN __attribute__((noinline, unused, no_sanitize("memory")))
+#else
+#define VG_NOSAN __attribute__((always_inline)) inline
+#endif
+#ifdef VIGIL_VALGRIND
+#define VG_MEMCHECK 1
+#include <valgrind/memcheck.h>
+#endif
+#if defined(VG_ASAN) || defined(VG_MSAN) || defined(VG_MEMCHECK)
+#define VG_ANNOTATE 1
+#else
+#define VG_ANNOTATE 0
+#endif
+
+/* A word of a block that vigil itself reads or writes: its links and tag,
+ * in free slots (poisoned) and in live blocks whose tail may be poisoned. */
+static VG_NOSAN uintptr_t blk_load(const uintptr_t *w) { return *w; }
+static VG_NOSAN void blk_store(uintptr_t *w, uintptr_t v) { *w = v; }
+
+/* Around every entry point: memcheck reports nothing that vigil itself does
+ * in this thread (nestable). */
+static inline void vg_ann_enter(void) {
+#ifdef VG_MEMCHECK
+  VALGRIND_DISABLE_ERROR_REPORTING;
+#endif
+}
+static inline void vg_ann_leave(void) {
+#ifdef VG_MEMCHECK
+  VALGRIND_ENABLE_ERROR_REPORTING;
+#endif
+}
+
+/* [p, p+len) is a mapping vigil just made (or replaced): its own until it
+ * hands part of it out. */
+static inline void vg_ann_mapped(void *p, size_t len) {
+  (void)p, (void)len;
+#ifdef VG_MEMCHECK
+  VALGRIND_MAKE_MEM_NOACCESS(p, len);
+#endif
+#ifdef VG_ASAN
+  ASAN_UNPOISON_MEMORY_REGION(p, len);
+#endif
+}
+
+/* [p, p+len) is no longer mapped by vigil: whatever maps it next starts
+ * clean (memcheck follows munmap on its own). */
+static inline void vg_ann_unmapped(void *p, size_t len) {
+  (void)p, (void)len;
+#ifdef VG_ASAN
+  ASAN_UNPOISON_MEMORY_REGION(p, len);
+#endif
+}
+
+/* Fresh free slots [p, p+len): nobody's. */
+static inline void vg_ann_slots(void *p, size_t len) {
+  (void)p, (void)len;
+#ifdef VG_MEMCHECK
+  VALGRIND_MAKE_MEM_NOACCESS(p, len);
+#endif
+#ifdef VG_ASAN
+  ASAN_POISON_MEMORY_REGION(p, len);
+#endif
+#ifdef VG_MSAN
+  __msan_poison(p, len);
+#endif
+}
+
+/* Bytes [p, p+n) vigil is about to write for itself on a cold path (the
+ * zero fill of a cached mapping when fresh pages could not be had). */
+static inline void vg_ann_writable(void *p, size_t n) {
+  (void)p, (void)n;
+#ifdef VG_MEMCHECK
+  VALGRIND_MAKE_MEM_UNDEFINED(p, n);
+#endif
+#ifdef VG_ASAN
+  ASAN_UNPOISON_MEMORY_REGION(p, n);
+#endif
+}
+
+/* The tail [p+n, p+usable) of a live block. */
+static inline void vg_ann_close_tail(void *p, size_t n, size_t usable) {
+  (void)p, (void)n, (void)usable;
+  if (n >= usable) return;
+#ifdef VG_MEMCHECK
+  VALGRIND_MAKE_MEM_NOACCESS((char *)p + n, usable - n);
+#endif
+#ifdef VG_ASAN
+  ASAN_POISON_MEMORY_REGION((char *)p + n, usable - n);
+#endif
+}
+
+#ifdef VG_MEMCHECK
+/* The size memcheck holds for the live block p: its first unaddressable
+ * byte, since [p, p+size) is addressable and the tail up to `usable` is not
+ * (by construction).  Found by bisection: GET_VBITS fails there without a
+ * report. */
+static inline size_t vg_ann_held(const void *p, size_t usable) {
+  unsigned char vbits;
+  size_t lo = 0, hi = usable;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (VALGRIND_GET_VBITS((const char *)p + mid, &vbits, 1) == 3) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+#endif
+
+/* A new block: p, n bytes asked for, `usable` in all, zeroed or not. */
+static inline void vg_ann_alloc(void *p, size_t n, size_t usable, bool zeroed) {
+  (void)p, (void)n, (void)usable, (void)zeroed;
+#ifdef VG_MEMCHECK
+  VALGRIND_MALLOCLIKE_BLOCK(p, n, 0, zeroed);
+#endif
+#ifdef VG_ASAN
+  ASAN_UNPOISON_MEMORY_REGION(p, n);
+#endif
+#ifdef VG_MSAN
+  if (zeroed) __msan_unpoison(p, n);
+  else __msan_allocated_memory(p, n);
+#endif
+  vg_ann_close_tail(p, n, usable);
+}
+
+/* A live block's whole usable size becomes the caller's, contents kept:
+ * after malloc_usable_size said it may be used, or before realloc copies
+ * it. */
+static inline void vg_ann_open(void *p, size_t usable) {
+  (void)p, (void)usable;
+#ifdef VG_MEMCHECK
+  if (!RUNNING_ON_VALGRIND) return;
+  size_t held = vg_ann_held(p, usable);
+  if (held < usable) VALGRIND_RESIZEINPLACE_BLOCK(p, held, usable, 0);
+#endif
+#ifdef VG_ASAN
+  ASAN_UNPOISON_MEMORY_REGION(p, usable);
+#endif
+}
+
+/* A block freed: nothing of it is the user's any more. */
+static inline void vg_ann_free(void *p, size_t usable) {
+  (void)p, (void)usable;
+#ifdef VG_MEMCHECK
+  VALGRIND_FREELIKE_BLOCK(p, 0);
+  VALGRIND_MAKE_MEM_NOACCESS(p, usable);
+#endif
+#ifdef VG_ASAN
+  ASAN_POISON_MEMORY_REGION(p, usable);
+#endif
+#ifdef VG_MSAN
+  __msan_poison(p, usable);
+#endif
+}
+
+/* realloc in place: from `old` usable bytes to `usable`, n of them asked
+ * for; the bytes up to the smaller size keep their state. */
+static inline void vg_ann_resize(void *p, size_t old, size_t usable, size_t n) {
+  (void)p, (void)old, (void)usable, (void)n;
+#ifdef VG_MEMCHECK
+  if (RUNNING_ON_VALGRIND) VALGRIND_RESIZEINPLACE_BLOCK(p, vg_ann_held(p, old), n, 0);
+#endif
+#ifdef VG_ASAN
+  if (usable < old) ASAN_POISON_MEMORY_REGION((char *)p + usable, old - usable);
+  ASAN_UNPOISON_MEMORY_REGION(p, n);
+#endif
+  vg_ann_close_tail(p, n, usable);
+}
+
+/* realloc that moved a block's pages from p to q without a copy (mremap,
+ * which carries memcheck's state of each byte along): memcheck's record
+ * moves, and the moved bytes count as defined, since MALLOCLIKE cannot keep
+ * their state (a known gap). */
+static inline void vg_ann_moved(void *p, void *q, size_t old, size_t usable, size_t n) {
+  (void)p, (void)q, (void)old, (void)usable, (void)n;
+#ifdef VG_MEMCHECK
+  size_t held = RUNNING_ON_VALGRIND ? vg_ann_held(q, old) : old;
+  VALGRIND_FREELIKE_BLOCK(p, 0);
+  VALGRIND_MALLOCLIKE_BLOCK(q, n, 0, 1);
+  if (held < n) VALGRIND_MAKE_MEM_UNDEFINED((char *)q + held, n - held);
+#endif
+#ifdef VG_ASAN
+  ASAN_UNPOISON_MEMORY_REGION(q, n);
+#endif
+  vg_ann_close_tail(q, n, usable);
+}
+
+#endif
