@@ -1,0 +1,51 @@
+/* A program with one heap error of its own (argv[1]) in vigil's prefixed
+ * build, all compiled with ASan: vigil poisons free slots and the tails of
+ * blocks (src/annotate.h), so ASan must stop the program at the bad access.
+ * tests/asan_poison.sh runs it, and a control build without the poisoning
+ * (-DVIGIL_NO_POISON), where the same access goes unseen. */
+#include <stdio.h>
+#include <string.h>
+
+#include "vigil.h"
+
+static volatile unsigned char sink;
+
+int main(int argc, char **argv) {
+  const char *what = argc > 1 ? argv[1] : "clean";
+  unsigned char *p = vigil_malloc(24), *s = vigil_malloc(100000);
+  if (p == NULL || s == NULL) return 2;
+  memset(p, 1, 24);
+  memset(s, 1, 100000);
+  if (strcmp(what, "use-after-free") == 0) {
+    vigil_free(p);
+    sink = p[8]; /* the block sits in vigil's thread cache */
+    p = vigil_malloc(24);
+  } else if (strcmp(what, "overflow") == 0) {
+    p[24] = 7; /* past the 24 bytes asked for, inside the 32-byte slot */
+  } else if (strcmp(what, "span-use-after-free") == 0) {
+    vigil_free(s);
+    sink = s[50000];
+    s = vigil_malloc(100000);
+  } else if (strcmp(what, "clean") == 0) {
+    /* Every path of a block's life, without an error. */
+    size_t u = vigil_malloc_usable_size(p);
+    memset(p, 2, u);
+    p = vigil_realloc(p, 20);
+    p = vigil_realloc(p, 5000);
+    memset(p, 3, 5000);
+    s = vigil_realloc(s, 150000);
+    s[149999] = 4;
+    s = vigil_realloc(s, 60000);
+    s[59999] = 5;
+    unsigned char *z = vigil_calloc(10, 10);
+    if (!p || !s || !z || z[99] != 0) return 2;
+    vigil_free(z);
+  } else {
+    fprintf(stderr, "asan_poison: unknown case %s\n", what);
+    return 2;
+  }
+  vigil_free(p);
+  vigil_free(s);
+  puts("finished");
+  return 0;
+}
