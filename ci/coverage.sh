@@ -55,9 +55,13 @@ raw=("$prof"/*.profraw)
 "$PROFDATA" merge -sparse -o "$B/coverage.profdata" "${raw[@]}" || exit 1
 objs=()
 for b in "${bins[@]:1}"; do objs+=(-object "$b"); done
+# src/annotate.h is not counted: in this build (no memcheck, no sanitizer)
+# each of its functions is empty; tests/valgrind_demo.sh and
+# tests/asan_poison.sh exercise it in the builds where it is not.
+mapfile -t srcs < <(ls "$ROOT"/src/*.c "$ROOT"/src/*.h | grep -v '/annotate\.h$')
 "$COV" report -instr-profile "$B/coverage.profdata" "${bins[0]}" "${objs[@]}" -show-branch-summary \
-  "$ROOT"/src/*.c "$ROOT"/src/*.h >"$B/coverage/summary.txt" || exit 1
+  "${srcs[@]}" >"$B/coverage/summary.txt" || exit 1
 "$COV" show -format=html -show-branches=count -instr-profile "$B/coverage.profdata" -output-dir "$B/coverage" \
-  "${bins[0]}" "${objs[@]}" "$ROOT"/src/*.c "$ROOT"/src/*.h || exit 1
+  "${bins[0]}" "${objs[@]}" "${srcs[@]}" || exit 1
 sed "s|$ROOT/||" "$B/coverage/summary.txt"
 echo "coverage: ${#raw[@]} profiles from ${#bins[@]} programs; report in $B/coverage/index.html"
