@@ -37,6 +37,8 @@
     (defined(__SANITIZE_ADDRESS__) || __has_feature(address_sanitizer))
 #define VG_ASAN 1
 #include <sanitizer/asan_interface.h>
+
+#include "os.h"
 #define VG_NOSAN __attribute__((noinline, unused, no_sanitize("address")))
 #elif defined(VIGIL_PREFIX) && !defined(VIGIL_NO_POISON) && __has_feature(memory_sanitizer)
 #define VG_MSAN 1
@@ -73,6 +75,52 @@ static inline void vg_ann_leave(void) {
 #endif
 }
 
+#if defined(VG_ASAN) || defined(VG_MSAN)
+/* A sanitizer's poisoning writes the shadow of every byte (one for eight
+ * under ASan, one for one under MSan).  A freed block is poisoned over its
+ * first VG_POISON_MAX bytes only, and a new block is marked uninitialised
+ * over as many: past that a multi-gigabyte block would cost its size again
+ * in shadow. */
+#define VG_POISON_MAX ((size_t)4 << 20)
+static inline void vg_san_poison(void *p, size_t n) {
+  if (n > VG_POISON_MAX) n = VG_POISON_MAX;
+#ifdef VG_ASAN
+  ASAN_POISON_MEMORY_REGION(p, n);
+#else
+  __msan_poison(p, n);
+#endif
+}
+#endif
+
+#ifdef VG_ASAN
+/* ASan's shadow of the page-aligned range [p, p+len) back to addressable.
+ * ASAN_UNPOISON_MEMORY_REGION writes every shadow byte: for a reservation
+ * or a block of gigabytes it would fault in an eighth of that as shadow (a
+ * 20 GiB malloc took the libFuzzer options target over its RSS limit).
+ * Past VG_POISON_MAX the whole shadow pages in the middle are given back to
+ * the kernel instead (they then read as zero: addressable), as ASan does
+ * for its own mappings, and only the two partial ends are written.  Up to
+ * it the shadow is written: for a block freed and handed out again, a
+ * discard costs a TLB shootdown and then a fault per shadow page at the
+ * next poisoning, which made the fork target four times slower. */
+static inline void vg_asan_clear(void *p, size_t len) {
+  size_t scale, offset, ps = vg_os_page_size();
+  __asan_get_shadow_mapping(&scale, &offset);
+  uintptr_t beg = (uintptr_t)p, end = beg + len;
+  uintptr_t sbeg = (beg >> scale) + offset, send = (end >> scale) + offset;
+  uintptr_t mid_beg = (sbeg + ps - 1) & ~(uintptr_t)(ps - 1);
+  uintptr_t mid_end = send & ~(uintptr_t)(ps - 1);
+  if (len <= VG_POISON_MAX || mid_end <= mid_beg) {
+    ASAN_UNPOISON_MEMORY_REGION(p, len);
+    return;
+  }
+  uintptr_t head_end = (mid_beg - offset) << scale, tail_beg = (mid_end - offset) << scale;
+  ASAN_UNPOISON_MEMORY_REGION(p, head_end - beg);
+  vg_os_discard((void *)mid_beg, mid_end - mid_beg);
+  ASAN_UNPOISON_MEMORY_REGION((void *)tail_beg, end - tail_beg);
+}
+#endif
+
 /* [p, p+len) is a mapping vigil just made (or replaced): its own until it
  * hands part of it out. */
 static inline void vg_ann_mapped(void *p, size_t len) {
@@ -81,7 +129,7 @@ static inline void vg_ann_mapped(void *p, size_t len) {
   VALGRIND_MAKE_MEM_NOACCESS(p, len);
 #endif
 #ifdef VG_ASAN
-  ASAN_UNPOISON_MEMORY_REGION(p, len);
+  vg_asan_clear(p, len);
 #endif
 }
 
@@ -90,7 +138,7 @@ static inline void vg_ann_mapped(void *p, size_t len) {
 static inline void vg_ann_unmapped(void *p, size_t len) {
   (void)p, (void)len;
 #ifdef VG_ASAN
-  ASAN_UNPOISON_MEMORY_REGION(p, len);
+  vg_asan_clear(p, len);
 #endif
 }
 
@@ -100,11 +148,8 @@ static inline void vg_ann_slots(void *p, size_t len) {
 #ifdef VG_MEMCHECK
   VALGRIND_MAKE_MEM_NOACCESS(p, len);
 #endif
-#ifdef VG_ASAN
-  ASAN_POISON_MEMORY_REGION(p, len);
-#endif
-#ifdef VG_MSAN
-  __msan_poison(p, len);
+#if defined(VG_ASAN) || defined(VG_MSAN)
+  vg_san_poison(p, len);
 #endif
 }
 
@@ -116,7 +161,7 @@ static inline void vg_ann_writable(void *p, size_t n) {
   VALGRIND_MAKE_MEM_UNDEFINED(p, n);
 #endif
 #ifdef VG_ASAN
-  ASAN_UNPOISON_MEMORY_REGION(p, n);
+  vg_asan_clear(p, n);
 #endif
 }
 
@@ -128,7 +173,7 @@ static inline void vg_ann_close_tail(void *p, size_t n, size_t usable) {
   VALGRIND_MAKE_MEM_NOACCESS((char *)p + n, usable - n);
 #endif
 #ifdef VG_ASAN
-  ASAN_POISON_MEMORY_REGION((char *)p + n, usable - n);
+  vg_san_poison((char *)p + n, usable - n);
 #endif
 }
 
@@ -156,11 +201,11 @@ static inline void vg_ann_alloc(void *p, size_t n, size_t usable, bool zeroed) {
   VALGRIND_MALLOCLIKE_BLOCK(p, n, 0, zeroed);
 #endif
 #ifdef VG_ASAN
-  ASAN_UNPOISON_MEMORY_REGION(p, n);
+  vg_asan_clear(p, n);
 #endif
 #ifdef VG_MSAN
   if (zeroed) __msan_unpoison(p, n);
-  else __msan_allocated_memory(p, n);
+  else __msan_allocated_memory(p, n < VG_POISON_MAX ? n : VG_POISON_MAX);
 #endif
   vg_ann_close_tail(p, n, usable);
 }
@@ -176,7 +221,7 @@ static inline void vg_ann_open(void *p, size_t usable) {
   if (held < usable) VALGRIND_RESIZEINPLACE_BLOCK(p, held, usable, 0);
 #endif
 #ifdef VG_ASAN
-  ASAN_UNPOISON_MEMORY_REGION(p, usable);
+  vg_asan_clear(p, usable);
 #endif
 }
 
@@ -187,11 +232,8 @@ static inline void vg_ann_free(void *p, size_t usable) {
   VALGRIND_FREELIKE_BLOCK(p, 0);
   VALGRIND_MAKE_MEM_NOACCESS(p, usable);
 #endif
-#ifdef VG_ASAN
-  ASAN_POISON_MEMORY_REGION(p, usable);
-#endif
-#ifdef VG_MSAN
-  __msan_poison(p, usable);
+#if defined(VG_ASAN) || defined(VG_MSAN)
+  vg_san_poison(p, usable);
 #endif
 }
 
@@ -203,8 +245,8 @@ static inline void vg_ann_resize(void *p, size_t old, size_t usable, size_t n) {
   if (RUNNING_ON_VALGRIND) VALGRIND_RESIZEINPLACE_BLOCK(p, vg_ann_held(p, old), n, 0);
 #endif
 #ifdef VG_ASAN
-  if (usable < old) ASAN_POISON_MEMORY_REGION((char *)p + usable, old - usable);
-  ASAN_UNPOISON_MEMORY_REGION(p, n);
+  if (usable < old) vg_san_poison((char *)p + usable, old - usable);
+  vg_asan_clear(p, n);
 #endif
   vg_ann_close_tail(p, n, usable);
 }
@@ -222,7 +264,7 @@ static inline void vg_ann_moved(void *p, void *q, size_t old, size_t usable, siz
   if (held < n) VALGRIND_MAKE_MEM_UNDEFINED((char *)q + held, n - held);
 #endif
 #ifdef VG_ASAN
-  ASAN_UNPOISON_MEMORY_REGION(q, n);
+  vg_asan_clear(q, n);
 #endif
   vg_ann_close_tail(q, n, usable);
 }

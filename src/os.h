@@ -28,6 +28,9 @@ int vg_os_commit(void *p, size_t len);
  * calloc of a reused mapping needs, without writing every byte.  Returns -1
  * (the range unchanged) on failure. */
 int vg_os_zero(void *p, size_t len);
+/* MADV_DONTNEED with nothing else: no counter, no annotation.  For ranges
+ * that are not vigil's heap (annotate.h: a sanitizer's shadow). */
+void vg_os_discard(void *p, size_t len);
 /* mremap to `dest` (MREMAP_MAYMOVE | MREMAP_FIXED), which the caller has
  * reserved.  Never a bare MREMAP_MAYMOVE: under qemu-user -R (reserved_va)
  * one that fails still unmaps the old range (qemu-targets/README.md). */

@@ -115,6 +115,12 @@ int vg_os_zero(void *p, size_t len) {
   return 0;
 }
 
+void vg_os_discard(void *p, size_t len) {
+  int saved = errno;
+  (void)madvise(p, len, MADV_DONTNEED);
+  errno = saved;
+}
+
 void *vg_os_remap(void *old, size_t oldlen, size_t newlen, void *dest) {
   COUNT(remap);
   if (INJECTED(VG_FAIL_REMAP)) {
