@@ -49,7 +49,15 @@
 #endif
 #ifdef VIGIL_VALGRIND
 #define VG_MEMCHECK 1
+#include <valgrind/helgrind.h>
 #include <valgrind/memcheck.h>
+/* drd's happens-before requests, as drd.h numbers them: helgrind's differ,
+ * and the two headers' ANNOTATE_ macros clash, so one of them is spelled
+ * out here. */
+enum {
+  VG_DRD_HAPPENS_BEFORE = VG_USERREQ_TOOL_BASE('H', 'G') + 256 + 33,
+  VG_DRD_HAPPENS_AFTER = VG_USERREQ_TOOL_BASE('H', 'G') + 256 + 34,
+};
 #endif
 #if defined(VG_ASAN) || defined(VG_MSAN) || defined(VG_MEMCHECK)
 #define VG_ANNOTATE 1
@@ -120,6 +128,27 @@ static inline void vg_asan_clear(void *p, size_t len) {
   ASAN_UNPOISON_MEMORY_REGION((void *)tail_beg, end - tail_beg);
 }
 #endif
+
+/* Happens-before edges for helgrind and drd (the Valgrind build; memcheck
+ * ignores them).  vigil hands memory from thread to thread through its own
+ * futex locks and the release/acquire remote-free stacks, which those tools
+ * do not model: without the edges, a block written by one thread, freed,
+ * and handed to another that writes it looks like a race.  `obj` is any
+ * address both sides agree on: the lock, the stack head, or the block. */
+static inline void vg_ann_release(const void *obj) {
+  (void)obj;
+#ifdef VG_MEMCHECK
+  ANNOTATE_HAPPENS_BEFORE(obj);
+  VALGRIND_DO_CLIENT_REQUEST_STMT(VG_DRD_HAPPENS_BEFORE, obj, 0, 0, 0, 0);
+#endif
+}
+static inline void vg_ann_acquire(const void *obj) {
+  (void)obj;
+#ifdef VG_MEMCHECK
+  ANNOTATE_HAPPENS_AFTER(obj);
+  VALGRIND_DO_CLIENT_REQUEST_STMT(VG_DRD_HAPPENS_AFTER, obj, 0, 0, 0, 0);
+#endif
+}
 
 /* [p, p+len) is a mapping vigil just made (or replaced): its own until it
  * hands part of it out. */
@@ -197,6 +226,7 @@ static inline size_t vg_ann_held(const void *p, size_t usable) {
 /* A new block: p, n bytes asked for, `usable` in all, zeroed or not. */
 static inline void vg_ann_alloc(void *p, size_t n, size_t usable, bool zeroed) {
   (void)p, (void)n, (void)usable, (void)zeroed;
+  vg_ann_acquire(p); /* after every earlier free of p, in any thread */
 #ifdef VG_MEMCHECK
   VALGRIND_MALLOCLIKE_BLOCK(p, n, 0, zeroed);
 #endif
@@ -228,6 +258,7 @@ static inline void vg_ann_open(void *p, size_t usable) {
 /* A block freed: nothing of it is the user's any more. */
 static inline void vg_ann_free(void *p, size_t usable) {
   (void)p, (void)usable;
+  vg_ann_release(p);
 #ifdef VG_MEMCHECK
   VALGRIND_FREELIKE_BLOCK(p, 0);
   VALGRIND_MAKE_MEM_NOACCESS(p, usable);
@@ -257,6 +288,8 @@ static inline void vg_ann_resize(void *p, size_t old, size_t usable, size_t n) {
  * their state (a known gap). */
 static inline void vg_ann_moved(void *p, void *q, size_t old, size_t usable, size_t n) {
   (void)p, (void)q, (void)old, (void)usable, (void)n;
+  vg_ann_release(p);
+  vg_ann_acquire(q);
 #ifdef VG_MEMCHECK
   size_t held = RUNNING_ON_VALGRIND ? vg_ann_held(q, old) : old;
   VALGRIND_FREELIKE_BLOCK(p, 0);

@@ -126,6 +126,7 @@ static bool remote_push(struct heap *o, struct block *first, struct block *last)
   uintptr_t head = load_relaxed(&o->remote);
   while (head != VG_REMOTE_CLOSED) {
     blk_store(&last->rnext, encode((void *)head, last));
+    vg_ann_release(&o->remote); /* after the last write the owner will see */
     if (atomic_compare_exchange_weak_explicit(&o->remote, &head, (uintptr_t)first, memory_order_release,
                                               memory_order_relaxed))
       return true;
@@ -193,6 +194,7 @@ void vg_heap_tc_flush(struct heap *h) {
  * carrying the tag.  A use-after-free write over a queued block fails this
  * with a report, instead of sending the drain through the user's data. */
 static void drain_list(struct heap *h, uintptr_t list) {
+  if (list != 0) vg_ann_acquire(&h->remote);
   while (list != 0) {
     struct block *b = (struct block *)list;
     struct page *pg = page_of(b);

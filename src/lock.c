@@ -82,10 +82,12 @@ void vg_lock(struct vg_lock *l) {
                                                         memory_order_relaxed)))
     lock_slow(l, me);
   tl_depth++;
+  vg_ann_acquire(l);
 }
 
 void vg_unlock(struct vg_lock *l) {
   tl_depth--;
+  vg_ann_release(l);
   if (unlikely(atomic_exchange_explicit(&l->word, 0, memory_order_release) & WAITERS))
     vg_os_futex_wake(&l->word);
 }
