@@ -53,7 +53,13 @@ static size_t usable(void *p) {
 /* Describing blocks to memory checkers (annotate.h); nothing otherwise. */
 #if VG_ANNOTATE
 static void note_alloc(void *p, size_t n, bool zeroed) {
-  if (p != NULL) vg_ann_alloc(p, n, usable(p), zeroed);
+  if (p == NULL) return;
+  /* Never fatal, and never less than asked for: a wrong size is the
+   * oracle's to report, the same way in this build as in the release one
+   * (a fatal here made triage's ASan row fail differently from the rest). */
+  enum violation why;
+  size_t u = block_size(p, &why);
+  vg_ann_alloc(p, n, u > n ? u : n, zeroed);
 }
 static void note_free(void *p) {
   enum violation why;
