@@ -347,11 +347,19 @@ if [ $minimize = 1 ]; then
   lf=$BUILD/fuzz/libfuzzer/$target afl=$BUILD/fuzz/afl/$target
   if mk "$lf" >"$W/logs/build-libfuzzer.log" 2>&1 &&
      ! run_to "$W/logs/libfuzzer-check.log" "$lf" -runs=3 "$in"; then
-    # -minimize_crash keeps any crash; same_failure below insists on the
-    # reference's.
+    # -minimize_crash keeps any crash, so its last step may fail another
+    # way (usable-minus-16's 226-byte input became a 4-byte "double free").
+    # Each step is kept (minimized-from-<hash> under the artifact prefix):
+    # the smallest one that fails as the reference does is the result.
+    rm -rf "$W/minsteps" && mkdir -p "$W/minsteps"
     run_to "$W/logs/minimize.log" "$lf" -minimize_crash=1 -max_total_time="${TRIAGE_MINIMIZE_SECONDS:-60}" \
-      -timeout=20 -exact_artifact_path="$W/min.lf" "$in"
-    [ -s "$W/min.lf" ] && cp "$W/min.lf" "$W/min" && how="libFuzzer -minimize_crash"
+      -timeout=20 -artifact_prefix="$W/minsteps/" "$in"
+    step=""
+    while read -r _ f; do
+      if same_failure "$f"; then step=$f; break; fi
+    done < <(find "$W/minsteps" -type f -name 'minimized-from-*' -printf '%s %p\n' | sort -n)
+    if [ -n "$step" ]; then cp "$step" "$W/min" && how="libFuzzer -minimize_crash"
+    elif [ -n "$(ls -A "$W/minsteps")" ]; then how="libFuzzer -minimize_crash gave only inputs that fail differently; kept the original"; fi
   elif ! command -v afl-tmin >/dev/null; then
     how="not minimized: the libFuzzer build does not reproduce it, and afl-tmin is missing (Debian package afl++)"
   elif mk "$afl" >"$W/logs/build-afl.log" 2>&1 &&
