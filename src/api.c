@@ -51,15 +51,18 @@ static size_t usable(void *p) {
 }
 
 /* Describing blocks to memory checkers (annotate.h); nothing otherwise. */
-#if VG_ANNOTATE
-static void note_alloc(void *p, size_t n, bool zeroed) {
-  if (p == NULL) return;
-  /* Never fatal, and never less than asked for: a wrong size is the
-   * oracle's to report, the same way in this build as in the release one
-   * (a fatal here made triage's ASan row fail differently from the rest). */
+/* The size a live block is described with: never fatal, and never less
+ * than the n asked for.  A wrong size is the oracle's to report, the same
+ * way in the annotated builds as in the release one (a fatal here made
+ * triage's ASan row fail differently from the rest). */
+static inline size_t ann_size(void *p, size_t n) {
   enum violation why;
   size_t u = block_size(p, &why);
-  vg_ann_alloc(p, n, u > n ? u : n, zeroed);
+  return u > n ? u : n;
+}
+#if VG_ANNOTATE
+static void note_alloc(void *p, size_t n, bool zeroed) {
+  if (p != NULL) vg_ann_alloc(p, n, ann_size(p, n), zeroed);
 }
 static void note_free(void *p) {
   enum violation why;
@@ -185,8 +188,8 @@ void *vigil_realloc(void *p, size_t n) {
     if (VG_ANNOTATE && len < old) vg_ann_resize(p, old, len, n), old = len;
     q = vg_span_resize(pg, n); /* in place when the next pages are free */
   }
-  if (VG_ANNOTATE && q == p) vg_ann_resize(p, old, usable(p), n);
-  else if (VG_ANNOTATE && q != NULL) vg_ann_moved(p, q, old, usable(q), n);
+  if (VG_ANNOTATE && q == p) vg_ann_resize(p, old, ann_size(p, n), n);
+  else if (VG_ANNOTATE && q != NULL) vg_ann_moved(p, q, old, ann_size(q, n), n);
   if (q == NULL) {
     /* A block that moves to grow gets half as much again, so one grown in
      * small steps moves O(log n) times, not once per step. */
