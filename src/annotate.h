@@ -57,6 +57,7 @@
 enum {
   VG_DRD_HAPPENS_BEFORE = VG_USERREQ_TOOL_BASE('H', 'G') + 256 + 33,
   VG_DRD_HAPPENS_AFTER = VG_USERREQ_TOOL_BASE('H', 'G') + 256 + 34,
+  VG_DRD_START_SUPPRESSION = VG_USERREQ_TOOL_BASE('D', 'R') + 2,
 };
 #endif
 #if defined(VG_ASAN) || defined(VG_MSAN) || defined(VG_MEMCHECK)
@@ -147,6 +148,19 @@ static inline void vg_ann_acquire(const void *obj) {
 #ifdef VG_MEMCHECK
   ANNOTATE_HAPPENS_AFTER(obj);
   VALGRIND_DO_CLIENT_REQUEST_STMT(VG_DRD_HAPPENS_AFTER, obj, 0, 0, 0, 0);
+#endif
+}
+
+/* The n bytes at w are a synchronisation word (a lock word, a remote-free
+ * stack head) that threads read and write only with atomic operations.
+ * helgrind sees its lock-prefixed updates as such; drd checks plain loads
+ * of it against other threads' stores and reports the relaxed loads of a
+ * spin or of a CAS loop, so drd is told to leave the word alone (its
+ * DRD_IGNORE_VAR).  The edges above still order what the word guards. */
+static inline void vg_ann_sync_word(const void *w, size_t n) {
+  (void)w, (void)n;
+#ifdef VG_MEMCHECK
+  VALGRIND_DO_CLIENT_REQUEST_STMT(VG_DRD_START_SUPPRESSION, w, n, 0, 0, 0);
 #endif
 }
 

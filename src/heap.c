@@ -123,6 +123,7 @@ void *vg_heap_alloc_slow(struct heap *h, unsigned cls) {
 /* Push the chain first..last, linked through rnext, on o's remote stack;
  * false when o is closed. */
 static bool remote_push(struct heap *o, struct block *first, struct block *last) {
+  vg_ann_sync_word(&o->remote, sizeof o->remote);
   uintptr_t head = load_relaxed(&o->remote);
   while (head != VG_REMOTE_CLOSED) {
     blk_store(&last->rnext, encode((void *)head, last));

@@ -78,6 +78,7 @@ static NOINLINE void lock_slow(struct vg_lock *l, unsigned me) {
 void vg_lock(struct vg_lock *l) {
   if (tl_depth == 0 && unlikely(load_relaxed(&vg_fork_gate) != 0) && !vg_tl_forking) wait_gate();
   unsigned me = self(), v = 0;
+  vg_ann_sync_word(&l->word, sizeof l->word);
   if (unlikely(!atomic_compare_exchange_strong_explicit(&l->word, &v, me, memory_order_acquire,
                                                         memory_order_relaxed)))
     lock_slow(l, me);

@@ -15,7 +15,7 @@
 #define XCHG 256
 #define THREADS 4
 #define WAVES 6
-#define OPS 60000
+#define OPS 60000 /* per thread and wave; UNIT_THREADS_OPS=N overrides */
 
 struct blk {
   uint8_t *p;
@@ -25,6 +25,7 @@ struct blk {
 static struct blk xchg[XCHG];
 static pthread_mutex_t xlock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int bad;
+static int ops = OPS;
 
 static uint64_t rnd(uint64_t *s) {
   *s ^= *s << 13;
@@ -58,7 +59,7 @@ static void verify_and_free(struct blk *b) {
 static void *worker(void *arg) {
   uint64_t s = (uintptr_t)arg * 0x9E3779B97F4A7C15ull + 1;
   struct blk mine[SLOTS] = {0};
-  for (int op = 0; op < OPS; op++) {
+  for (int op = 0; op < ops; op++) {
     struct blk *b = &mine[rnd(&s) % SLOTS];
     unsigned what = (unsigned)(rnd(&s) % 10);
     if (b->p && what < 4) {
@@ -107,6 +108,15 @@ static void *worker(void *arg) {
 }
 
 int main(void) {
+  /* helgrind and drd check every access against every thread's history:
+   * ci/valgrind-check.sh runs a shorter workout (README, Valgrind). */
+  const char *n = getenv("UNIT_THREADS_OPS");
+  if (n) {
+    char *end;
+    long v = strtol(n, &end, 10);
+    if (*n && !*end && v > 0 && v <= OPS) ops = (int)v;
+    else fprintf(stderr, "unit_threads: UNIT_THREADS_OPS=%s is not 1..%d; running %d\n", n, OPS, OPS);
+  }
   for (int w = 0; w < WAVES; w++) {
     pthread_t t[THREADS];
     for (int i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)(w * THREADS + i + 1));
