@@ -1,8 +1,9 @@
 /* A program with one heap error of its own (argv[1]) in vigil's prefixed
- * build, all compiled with ASan: vigil poisons free slots and the tails of
- * blocks (src/annotate.h), so ASan must stop the program at the bad access.
- * tests/asan_poison.sh runs it, and a control build without the poisoning
- * (-DVIGIL_NO_POISON), where the same access goes unseen. */
+ * build, all compiled with ASan or with MSan: vigil poisons free slots and
+ * the tails of blocks for ASan, and marks new blocks uninitialised for MSan
+ * (src/annotate.h), so the sanitizer must stop the program at the bad
+ * access.  tests/asan_poison.sh runs it, and a control build without the
+ * annotations (-DVIGIL_NO_POISON), where the same access goes unseen. */
 #include <stdio.h>
 #include <string.h>
 
@@ -26,6 +27,10 @@ int main(int argc, char **argv) {
     vigil_free(s);
     sink = s[50000];
     s = vigil_malloc(100000);
+  } else if (strcmp(what, "uninit") == 0) {
+    vigil_free(p);
+    p = vigil_malloc(24); /* the same slot, its old bytes still in it */
+    if (p[20] == 1) sink = 1; /* a branch on a byte nobody wrote */
   } else if (strcmp(what, "clean") == 0) {
     /* Every path of a block's life, without an error. */
     size_t u = vigil_malloc_usable_size(p);
