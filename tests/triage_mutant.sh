@@ -10,8 +10,11 @@
 # Then the page-size-4k mutant, which only 16 and 64 KiB pages show, must be
 # classified architecture-only and page-size-only (not emulator suspected:
 # aarch64 under -R, at 4 KiB, passes too), with a stack from gdb-multiarch; and remote-push-relaxed, which only ThreadSanitizer shows,
-# ordering suspected, with TSan's stack.  (Subsets of the matrix, to stay
-# short.)
+# ordering suspected, with TSan's stack; and calloc-overzero, a write past
+# the block by vigil's own calloc that the release build does not notice on
+# this input, sanitizer-only, with ASan's stack at the line in src/api.c
+# (vigil poisons block tails and free slots for ASan: src/annotate.h).
+# (Subsets of the matrix, to stay short.)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 1
@@ -134,13 +137,35 @@ grep -q '^classification: .*ordering suspected (ThreadSanitizer reports a data r
 grep -A12 "^stack (the TSan build's report, host)" "$rout" | grep -qE 'src/heap\.c:[0-9]+' ||
   bad "relaxed push: the TSan stack does not reach src/heap.c"
 
+# A write past a block inside vigil: calloc-overzero zeroes 16 bytes past
+# the request.  Only the poisoned tail sees it on calloc-zero.ops; the real
+# tree's ASan build must pass the same input, so the report is the bug's.
+oz=$work/overzero
+mkdir -p "$oz"
+tar --exclude='./build*' --exclude=./.git -C "$ROOT" -cf - . | tar -xf - -C "$oz"
+(cd "$oz" && patch -s -p1 <fuzz/mutants/calloc-overzero.patch) || { echo "FAIL: calloc-overzero.patch does not apply"; exit 1; }
+zout=$log/triage-overzero.log
+(cd "$oz" && env -u MAKEFLAGS make -s --no-print-directory triage INPUT=corpus/api/calloc-zero.ops \
+   ARCHES= "VARIANTS=release asan" RUNS=1 MINIMIZE=0) >"$zout" 2>&1 || bad "make triage on the calloc-overzero mutant failed"
+grep -qE '^host release +0/1 +pass' "$zout" || bad "calloc-overzero: the release build should pass this input"
+grep -qE '^host asan +1/1 +exit 1: .*ERROR: AddressSanitizer: use-after-poison' "$zout" ||
+  bad "calloc-overzero: the ASan row should fail with use-after-poison"
+grep -q '^classification: sanitizer-only (asan)' "$zout" || bad "calloc-overzero: not classified sanitizer-only (asan)"
+grep -A6 "^stack (the ASan build's report, host)" "$zout" | grep -qE 'in alloc_slow .*src/api\.c:[0-9]+' ||
+  bad "calloc-overzero: ASan's stack does not reach vigil's calloc in src/api.c"
+make -s -C "$ROOT" --no-print-directory "$BUILD/fuzz/replay-asan/api" >/dev/null 2>&1
+ASAN_OPTIONS=detect_leaks=0 "$ROOT/$BUILD/fuzz/replay-asan/api" -q corpus/api/calloc-zero.ops >"$log/overzero-real.log" 2>&1 ||
+  bad "calloc-zero.ops fails under ASan on the real tree: $(grep -m1 ERROR "$log/overzero-real.log")"
+
 if [ $fail -ne 0 ]; then
   echo "--- make triage output:"; cat "$out"
   echo "--- make triage output (page-size mutant):"; cat "$pout" 2>/dev/null
   echo "--- make triage output (relaxed push):"; cat "$rout" 2>/dev/null
+  echo "--- make triage output (calloc-overzero):"; cat "$zout" 2>/dev/null
   exit 1
 fi
 echo "triage_mutant: $mutant: $(basename "$crash") failed everywhere in the matrix, $(grep -m1 '^minimized' "$out" | cut -d'(' -f1)"
 echo "triage_mutant: wrote $(basename "$reg") (fails on the mutant, passes here); bisect named $plant; a passing input reproduced nowhere"
 echo "triage_mutant: page-size-4k: $(grep -m1 '^classification' "$pout")"
 echo "triage_mutant: remote-push-relaxed: $(grep -m1 '^classification' "$rout")"
+echo "triage_mutant: calloc-overzero: $(grep -m1 '^classification' "$zout"), ASan's stack at $(grep -A6 "^stack (the ASan" "$zout" | grep -m1 -oE 'src/api\.c:[0-9]+')"
