@@ -38,7 +38,9 @@ FUZZ_CFLAGS := -std=gnu11 -O1 -g -pthread -Isrc -Ifuzz -Idiff -DVIGIL_PREFIX -Wa
 # vigil's sources: the library's own flags at -O1, without -Werror (a
 # warning only one compiler gives must not stop a fuzzing run).
 FUZZ_LIB_CFLAGS := $(filter-out -O% -Werror $(EXTRA_CFLAGS),$(CFLAGS_LIB)) -O1 -DVIGIL_PREFIX
-FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+# Frame pointers: ASan's fast unwinder and vigil's block history
+# (src/history.c) walk them.
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
 # Recursive calls name the top makefile, so that `make -f X` works too.
 FUZZ_MAKE = $(MAKE) --no-print-directory -f $(firstword $(MAKEFILE_LIST))
@@ -121,7 +123,7 @@ $(foreach v,$(FUZZ_AFL_VARIANTS),$(eval $(call fuzz_afl_variant,$(v))))
 # ---- replay under one sanitizer (make triage): clang, all of it rebuilt ----
 # $(BUILD)/fuzz/replay-<v>/<t> for v in asan ubsan tsan: the replay main with
 # vigil's own sources, the target and the oracle built with that sanitizer.
-FUZZ_SAN_asan := -fsanitize=address
+FUZZ_SAN_asan := -fsanitize=address -fno-omit-frame-pointer
 FUZZ_SAN_ubsan := -fsanitize=undefined -fno-sanitize-recover=undefined
 FUZZ_SAN_tsan := -fsanitize=thread
 FUZZ_SAN_VARIANTS := asan ubsan tsan

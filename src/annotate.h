@@ -19,6 +19,8 @@
  * instrumented and reads it, and it lies between PROT_NONE guard pages, out
  * of reach of an overflow from a block.  vigil's own accesses to a block's
  * two link words go through blk_load/blk_store, which are not instrumented.
+ * Under ASan each allocation and free also records its stack (history.c),
+ * which vigil prints beside ASan's report of an access to the block.
  *
  * In every other build each function here is empty and costs nothing. */
 #ifndef VIGIL_ANNOTATE_H
@@ -40,6 +42,9 @@
 
 #include "os.h"
 #define VG_NOSAN __attribute__((noinline, unused, no_sanitize("address")))
+/* history.c: each block's allocation and free stacks, for ASan's reports. */
+void vg_hist_alloc(void *p, size_t n, size_t usable);
+void vg_hist_free(void *p);
 #elif defined(VIGIL_PREFIX) && !defined(VIGIL_NO_POISON) && __has_feature(memory_sanitizer)
 #define VG_MSAN 1
 #include <sanitizer/msan_interface.h>
@@ -246,6 +251,7 @@ static inline void vg_ann_alloc(void *p, size_t n, size_t usable, bool zeroed) {
 #endif
 #ifdef VG_ASAN
   vg_asan_clear(p, n);
+  vg_hist_alloc(p, n, usable);
 #endif
 #ifdef VG_MSAN
   if (zeroed) __msan_unpoison(p, n);
@@ -280,6 +286,9 @@ static inline void vg_ann_free(void *p, size_t usable) {
 #if defined(VG_ASAN) || defined(VG_MSAN)
   vg_san_poison(p, usable);
 #endif
+#ifdef VG_ASAN
+  vg_hist_free(p);
+#endif
 }
 
 /* realloc in place: from `old` usable bytes to `usable`, n of them asked
@@ -292,6 +301,7 @@ static inline void vg_ann_resize(void *p, size_t old, size_t usable, size_t n) {
 #ifdef VG_ASAN
   if (usable < old) vg_san_poison((char *)p + usable, old - usable);
   vg_asan_clear(p, n);
+  vg_hist_alloc(p, n, usable); /* realloc's stack from now on */
 #endif
   vg_ann_close_tail(p, n, usable);
 }
@@ -312,6 +322,8 @@ static inline void vg_ann_moved(void *p, void *q, size_t old, size_t usable, siz
 #endif
 #ifdef VG_ASAN
   vg_asan_clear(q, n);
+  vg_hist_free(p);
+  vg_hist_alloc(q, n, usable);
 #endif
   vg_ann_close_tail(q, n, usable);
 }

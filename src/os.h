@@ -48,6 +48,9 @@ void vg_os_futex_wake(_Atomic unsigned *word);
 void vg_os_yield(void);
 void vg_os_write_err(const char *s, size_t n);
 const char *vg_os_getenv(const char *name);
+/* The calling thread's stack, [*lo, *hi) (history.c's stack walk, in the
+ * ASan build; both 0 if unknown). */
+void vg_os_stack_bounds(uintptr_t *lo, uintptr_t *hi);
 
 /* Parsers behind the two readers above, exposed for unit tests. */
 unsigned vg_os_parse_cpu_list(const char *s);

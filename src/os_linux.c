@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -223,6 +224,16 @@ void vg_os_futex_wake(_Atomic unsigned *word) {
 }
 
 void vg_os_yield(void) { sched_yield(); }
+
+void vg_os_stack_bounds(uintptr_t *lo, uintptr_t *hi) {
+  pthread_attr_t attr;
+  void *base;
+  size_t size;
+  *lo = *hi = 0;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+  if (pthread_attr_getstack(&attr, &base, &size) == 0) *lo = (uintptr_t)base, *hi = (uintptr_t)base + size;
+  pthread_attr_destroy(&attr);
+}
 
 void vg_os_write_err(const char *s, size_t n) {
   while (n > 0) {

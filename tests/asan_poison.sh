@@ -8,7 +8,9 @@
 # sanitizer's report ("use-after-poison", "use-of-uninitialized-value") at
 # the program's own line, and the same program built with -DVIGIL_NO_POISON
 # must run to the end without a report: so the report comes from vigil's
-# annotations.  The clean case, every path of a block's life, must run clean
+# annotations.  Before ASan's report, vigil's must describe the block the
+# address is in or just after, with the stacks of its allocation and free
+# (src/history.c): ASan keeps those only for its own allocator's blocks.  The clean case, every path of a block's life, must run clean
 # under both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,13 +31,16 @@ export ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:exitcode=66 MSAN_OPTIONS=abo
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # sanitizer|case|its report|the statement that makes the error (its line is
-# where the sanitizer must stop)
-for c in 'address|use-after-free|AddressSanitizer: use-after-poison|sink = p\[8\]' \
-  'address|overflow|AddressSanitizer: use-after-poison|p\[24\] = 7' \
-  'address|span-use-after-free|AddressSanitizer: use-after-poison|sink = s\[50000\]' \
-  'memory|uninit|MemorySanitizer: use-of-uninitialized-value|if (p\[20\] == 1)'; do
-  IFS='|' read -r san name report stmt <<<"$c"
-  line=$(grep -n "$stmt" tests/asan_poison.c | cut -d: -f1)
+# where the sanitizer must stop)|for ASan, vigil's description of the block
+# (src/history.c)|the statement that freed it (- if live)|the one that
+# allocated it
+line_of() { grep -n "$1" tests/asan_poison.c | head -n1 | cut -d: -f1; }
+for c in 'address|use-after-free|AddressSanitizer: use-after-poison|sink = p\[8\]|is 8 bytes inside the freed 24-byte block|vigil_free(p);|unsigned char \*p = vigil_malloc(24)' \
+  'address|overflow|AddressSanitizer: use-after-poison|p\[24\] = 7|is 0 bytes after the live 24-byte block|-|unsigned char \*p = vigil_malloc(24)' \
+  'address|span-use-after-free|AddressSanitizer: use-after-poison|sink = s\[50000\]|is 50000 bytes inside the freed 100000-byte block|vigil_free(s);|unsigned char \*p = vigil_malloc(24)' \
+  'memory|uninit|MemorySanitizer: use-of-uninitialized-value|if (p\[20\] == 1)|||'; do
+  IFS='|' read -r san name report stmt desc freed_at alloc_at <<<"$c"
+  line=$(line_of "$stmt")
   log=$out/$san-$name.log rc=0
   "$out/$san-poison" "$name" >"$log" 2>&1 || rc=$?
   if [ $rc -ne 66 ] || ! grep -q "$report" "$log"; then
@@ -44,12 +49,28 @@ for c in 'address|use-after-free|AddressSanitizer: use-after-poison|sink = p\[8\
   if ! grep -m1 -A2 "$report" "$log" | grep -q "main .*asan_poison.c:$line"; then
     fail "$san $name: the report's first frame is not asan_poison.c:$line ($log)"; continue
   fi
+  history=""
+  if [ -n "$desc" ]; then
+    # vigil's history: the block, then its free and allocation stacks,
+    # each reaching the program's own line.
+    grep -q "^vigil: 0x[0-9a-f]* $desc at 0x" "$log" || { fail "$san $name: no 'vigil: ... $desc' line ($log)"; continue; }
+    a=$(line_of "$alloc_at")
+    sed -n '/^vigil: allocated at:/,/^[^ ]/p' "$log" | grep -q " in main .*asan_poison.c:$a\$" ||
+      { fail "$san $name: vigil's allocation stack does not reach asan_poison.c:$a ($log)"; continue; }
+    history=", vigil names the block and its allocation at line $a"
+    if [ "$freed_at" != - ]; then
+      f=$(line_of "$freed_at")
+      sed -n '/^vigil: freed at:/,/^vigil: allocated/p' "$log" | grep -q " in main .*asan_poison.c:$f\$" ||
+        { fail "$san $name: vigil's free stack does not reach asan_poison.c:$f ($log)"; continue; }
+      history="$history and its free at line $f"
+    fi
+  fi
   rc=0
   "$out/$san-nopoison" "$name" >"$out/$san-$name-nopoison.log" 2>&1 || rc=$?
   if [ $rc -ne 0 ] || grep -q Sanitizer "$out/$san-$name-nopoison.log"; then
     fail "$san $name: the control without vigil's annotations exited $rc ($out/$san-$name-nopoison.log)"; continue
   fi
-  echo "ok $san $name: ${report#*: } at asan_poison.c:$line; unseen without vigil's annotations"
+  echo "ok $san $name: ${report#*: } at asan_poison.c:$line$history; unseen without vigil's annotations"
 done
 for san in address memory; do
   rc=0
