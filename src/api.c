@@ -26,13 +26,22 @@ static unsigned aligned_class(size_t n, size_t align) {
 static size_t block_size(void *p, enum violation *why) {
   struct page *pg = page_of(p);
   *why = V_INVALID_POINTER;
-  if (pg == NULL) return vg_large_usable(p);
+  if (pg == NULL) {
+    size_t n = vg_large_usable(p);
+    if (n == 0 && vg_large_was_freed(p)) *why = V_DOUBLE_FREE;
+    return n;
+  }
   if (pg->kind == PK_SMALL) {
     uint32_t idx = slot_index(pg, p);
     if (idx == UINT32_MAX) return 0;
     *why = V_DOUBLE_FREE;
-    /* Freed by another thread (the tag), or by this one (its bit). */
-    if (remote_freed(p) || !(bits_load(&pg->bits[idx / 64]) & slot_bit(idx))) return 0;
+    /* Freed by another thread (the tag), or by this one (its bit); or,
+     * past the slots the page ever handed out, never allocated. */
+    if (remote_freed(p)) return 0;
+    if (!(bits_load(&pg->bits[idx / 64]) & slot_bit(idx))) {
+      *why = slot_clear_why(pg, idx);
+      return 0;
+    }
     return pg->bsize;
   }
   if (pg->kind == PK_SPAN && p == pg->start) {
@@ -42,11 +51,13 @@ static size_t block_size(void *p, enum violation *why) {
   return 0;
 }
 
-/* Usable size of a live block; fatal for anything vigil did not hand out. */
-static size_t usable(void *p) {
+/* Usable size of a live block; fatal for anything vigil did not hand out,
+ * and for a freed block: `freed` says which misuse that is (a second free,
+ * or a realloc or malloc_usable_size after the free). */
+static size_t usable(void *p, enum violation freed) {
   enum violation why;
   size_t n = block_size(p, &why);
-  if (n == 0) vg_fatal(why, p);
+  if (n == 0) vg_fatal(why == V_DOUBLE_FREE ? freed : why, p);
   return n;
 }
 
@@ -123,7 +134,7 @@ void *vigil_malloc(size_t n) {
 
 static NOINLINE void free_slow(void *p, struct page *pg) {
   if (pg == NULL) {
-    if (!vg_large_free(p)) vg_fatal(V_INVALID_POINTER, p);
+    if (!vg_large_free(p)) vg_fatal(vg_large_was_freed(p) ? V_DOUBLE_FREE : V_INVALID_POINTER, p);
   } else if (pg->kind == PK_SPAN && p == pg->start) {
     vg_span_free(pg);
   } else if (pg->kind == PK_FREE && ((uintptr_t)p % VG_ALIGN) == 0) {
@@ -140,7 +151,7 @@ void vigil_free(void *p) {
   struct page *pg = page_of(p);
   /* Like glibc, mapped blocks are not perturbed: they are about to go. */
   if (unlikely(perturb_byte()) && pg != NULL) {
-    size_t n = usable(p);
+    size_t n = usable(p, V_DOUBLE_FREE);
     vg_ann_open(p, n);
     memset(p, (int)perturb_byte(), n);
   }
@@ -174,7 +185,7 @@ void *vigil_realloc(void *p, size_t n) {
     return NULL;
   }
   ENTER();
-  size_t old = usable(p);
+  size_t old = usable(p, V_USE_AFTER_FREE);
   struct page *pg = page_of(p);
   void *q = NULL;
   if (n <= old && (n > old / 2 || old <= 128)) {
@@ -267,7 +278,7 @@ void *vigil_pvalloc(size_t n) {
 size_t vigil_malloc_usable_size(void *p) {
   if (p == NULL) return 0;
   ENTER();
-  size_t n = usable(p);
+  size_t n = usable(p, V_USE_AFTER_FREE);
   vg_ann_open(p, n); /* the caller may now use all n bytes */
   LEAVE();
   return n;

@@ -166,7 +166,7 @@ void vg_arena_free_abandoned(struct page *pg, struct block *b) {
   }
   uint32_t idx = slot_index(pg, b);
   if (pg->kind != PK_SMALL || idx == UINT32_MAX) vg_fatal(V_INVALID_POINTER, b);
-  if (!(pg->bits[idx / 64] & slot_bit(idx))) vg_fatal(V_DOUBLE_FREE, b);
+  if (!(pg->bits[idx / 64] & slot_bit(idx))) vg_fatal(slot_clear_why(pg, idx), b);
   bits_store(&pg->bits[idx / 64], pg->bits[idx / 64] & ~slot_bit(idx));
   blk_store(&b->next, encode(pg->free, b));
   pg->free = b;

@@ -162,7 +162,8 @@ void vg_heap_flush_remote(struct heap *h) {
  * clear bit means the owner has it back already (the owner cleared the bit
  * before anything that let this thread see the free). */
 void vg_heap_free_remote(struct page *pg, struct block *b, uint32_t idx) {
-  if (unlikely(remote_freed(b) || !(bits_load(&pg->bits[idx / 64]) & slot_bit(idx)))) vg_fatal(V_DOUBLE_FREE, b);
+  if (unlikely(remote_freed(b) || !(bits_load(&pg->bits[idx / 64]) & slot_bit(idx))))
+    vg_fatal(remote_freed(b) ? V_DOUBLE_FREE : slot_clear_why(pg, idx), b);
   struct heap *h = vg_tl_heap, *o = load_relaxed(&pg->owner);
   if (h == NULL || o == NULL || o == h) {
     vg_heap_free_remote_now(pg, b);

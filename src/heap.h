@@ -80,7 +80,7 @@ static ALWAYS_INLINE void *heap_pop(struct page *pg, struct block *b) {
  * not to carry the remote tag (heap_free_local, or the drain). */
 static ALWAYS_INLINE void heap_free_slot(struct heap *h, struct page *pg, struct block *b, uint32_t idx) {
   uint64_t *w = &pg->bits[idx / 64];
-  if (unlikely(!(*w & slot_bit(idx)))) vg_fatal(V_DOUBLE_FREE, b);
+  if (unlikely(!(*w & slot_bit(idx)))) vg_fatal(slot_clear_why(pg, idx), b);
   bits_store(w, *w & ~slot_bit(idx));
   struct block *head = pg->free;
   blk_store(&b->next, encode(head, b));
@@ -116,7 +116,8 @@ static ALWAYS_INLINE void small_free(struct page *pg, void *p, enum violation ba
   unsigned cls = pg->cls;
   if (likely(h != NULL) && h->tc_room[cls] != 0) {
     /* Freed already: by some thread (the tag), or into its page (the bit). */
-    if (unlikely(remote_freed(b) || !(bits_load(&pg->bits[idx / 64]) & slot_bit(idx)))) vg_fatal(V_DOUBLE_FREE, b);
+    if (unlikely(remote_freed(b) || !(bits_load(&pg->bits[idx / 64]) & slot_bit(idx))))
+      vg_fatal(remote_freed(b) ? V_DOUBLE_FREE : slot_clear_why(pg, idx), b);
     blk_store(&b->next, remote_tag(b));
     blk_store(&b->rnext, encode(h->tc[cls], b));
     h->tc[cls] = b;

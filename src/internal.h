@@ -189,9 +189,16 @@ enum violation {
   V_CORRUPT_METADATA,
   V_CORRUPT_LARGE,
   V_LOCK_REENTERED,
+  V_USE_AFTER_FREE, /* realloc or malloc_usable_size of a freed block */
   V_COUNT
 };
 _Noreturn void vg_fatal(enum violation v, const void *p) HIDDEN;
+/* The misuse behind a free of slot idx whose allocation bit is clear: a
+ * double free, or a free of a slot never handed out (past every slot the
+ * page ever put on its free list).  Only on the fatal path. */
+static inline enum violation slot_clear_why(const struct page *pg, uint32_t idx) {
+  return idx >= pg->reserved ? V_INVALID_POINTER : V_DOUBLE_FREE;
+}
 extern _Atomic int vg_unusable; /* set by vg_fatal: the heap is not to be trusted */
 
 /* ---- locks (lock.c): a word holding the owner's id; no syscall unless
@@ -320,6 +327,7 @@ bool vg_commit_run(struct segment *s, unsigned first, unsigned n) HIDDEN;
 void *vg_large_alloc(size_t size, size_t align, bool zero) HIDDEN;
 bool vg_large_free(void *p) HIDDEN; /* false: p is not a large block */
 size_t vg_large_usable(const void *p) HIDDEN; /* 0: not a large block */
+bool vg_large_was_freed(const void *p) HIDDEN; /* one of the last 64 freed or moved */
 void *vg_large_realloc(void *p, size_t size) HIDDEN;
 size_t vg_mmap_threshold(void) HIDDEN;
 int vg_large_trim(void) HIDDEN;

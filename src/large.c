@@ -43,6 +43,22 @@ static size_t cache_bytes;
 
 size_t vg_mmap_threshold(void) { return vg_option(OPT_mmap_threshold); }
 
+/* The addresses of the last FREED_RING large blocks that were freed or
+ * moved away by realloc: a second free (or a realloc) of one of them is a
+ * double free, not an invalid pointer.  Caller holds the lock. */
+#define FREED_RING 64u
+static uintptr_t freed_ring[FREED_RING];
+static unsigned freed_next;
+static void note_gone(uintptr_t user) { freed_ring[freed_next++ % FREED_RING] = user; }
+
+bool vg_large_was_freed(const void *p) {
+  bool hit = false;
+  vg_lock(&vg_large_lock);
+  for (unsigned i = 0; i < FREED_RING && !hit; i++) hit = freed_ring[i] == (uintptr_t)p && p != NULL;
+  vg_unlock(&vg_large_lock);
+  return hit;
+}
+
 static size_t slot_of(uintptr_t user) {
   return (size_t)(((user >> 12) * 0x9E3779B97F4A7C15ull) >> 20) & (table_cap - 1);
 }
@@ -269,6 +285,7 @@ bool vg_large_free(void *p) {
   }
   struct large e = *f;
   remove_entry(f);
+  note_gone(e.user);
   live_bytes -= e.ulen;
   adjust_thresholds(e.ulen);
   size_t limit = cache_limit();
@@ -364,7 +381,7 @@ void *vg_large_realloc(void *p, size_t size) {
    * entries must never share a key. */
   vg_lock(&vg_large_lock);
   struct large *f = find((uintptr_t)p);
-  if (f == NULL) vg_fatal(V_INVALID_POINTER, p);
+  if (f == NULL) vg_fatal(V_INVALID_POINTER, p); /* api.c checked it: a race with a free */
   struct large e = *f, n = e;
   if (nlen == e.ulen) {
     vg_unlock(&vg_large_lock);
@@ -398,6 +415,7 @@ void *vg_large_realloc(void *p, size_t size) {
   }
   vg_lock(&vg_large_lock);
   put(n); /* cannot need to grow: this entry was taken out above */
+  if (n.user != e.user) note_gone(e.user);
   live_bytes = live_bytes - e.ulen + n.ulen;
   live_grew();
   vg_unlock(&vg_large_lock);

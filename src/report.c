@@ -17,6 +17,7 @@ static const char *const messages[V_COUNT] = {
     [V_CORRUPT_METADATA] = "corrupted metadata",
     [V_CORRUPT_LARGE] = "corrupted large block",
     [V_LOCK_REENTERED] = "allocator re-entered from a signal handler",
+    [V_USE_AFTER_FREE] = "use of a freed block",
 };
 
 _Noreturn void vg_fatal(enum violation v, const void *p) {
