@@ -97,6 +97,7 @@ static void corrupt(size_t index, struct model *m, void *ctx) {
 static const char *const known[] = {
     "vigil: double free at 0x",          "vigil: invalid pointer at 0x",      "vigil: corrupted free list at 0x",
     "vigil: corrupted remote free list at 0x", "vigil: corrupted metadata at 0x", "vigil: corrupted large block at 0x",
+    "vigil: use of a freed block at 0x",
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -162,6 +162,22 @@ static void corrupt(int kind) {
       (void)mallinfo2();
       break;
     }
+    case 13: { /* a free of a slot boundary that no malloc ever returned: 80
+                * slots on, past the 4 KiB of slots a fresh page hands out */
+      char *a = do_malloc(200);
+      do_free(a + 80 * do_usable(a));
+      break;
+    }
+    case 14: /* realloc of a freed large block */
+      p = do_malloc(1 << 20);
+      do_free((void *)p);
+      p = do_realloc((void *)p, 100);
+      break;
+    case 15: { /* free of a large block's old address after realloc moved it */
+      char *a = do_malloc(1 << 20), *b = do_realloc(a, 64 << 20);
+      if (b != a) do_free(a);
+      break;
+    }
   }
 }
 
@@ -172,15 +188,18 @@ static const struct {
     {"interior pointer", "vigil: invalid pointer at 0x"},
     {"foreign pointer", "vigil: invalid pointer at 0x"},
     {"free-list overwrite", "vigil: corrupted free list at 0x"},
-    {"large double free", "vigil: invalid pointer at 0x"},
+    {"large double free", "vigil: double free at 0x"},
     {"remote double free", "vigil: double free at 0x"},
     {"double free, owner exited", "vigil: double free at 0x"},
     {"remote then local free", "vigil: double free at 0x"},
-    {"remote free then realloc", "vigil: double free at 0x"},
-    {"remote free then usable size", "vigil: double free at 0x"},
+    {"remote free then realloc", "vigil: use of a freed block at 0x"},
+    {"remote free then usable size", "vigil: use of a freed block at 0x"},
     {"overwritten remote list", "vigil: corrupted remote free list at 0x"},
     {"overwritten cache link", "vigil: corrupted free list at 0x"},
     {"overwritten cache link, mallinfo2", "vigil: corrupted free list at 0x"},
+    {"never-allocated slot", "vigil: invalid pointer at 0x"},
+    {"large realloc after free", "vigil: use of a freed block at 0x"},
+    {"free after a moving large realloc", "vigil: double free at 0x"},
 };
 #define NCASES (int)(sizeof cases / sizeof cases[0])
 
