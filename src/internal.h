@@ -190,6 +190,8 @@ enum violation {
   V_CORRUPT_LARGE,
   V_LOCK_REENTERED,
   V_USE_AFTER_FREE, /* realloc or malloc_usable_size of a freed block */
+  V_WRONG_SIZE,     /* free_sized with a size the block cannot have */
+  V_WRONG_ALIGN,    /* free_aligned_sized with an alignment the block lacks */
   V_COUNT
 };
 _Noreturn void vg_fatal(enum violation v, const void *p) HIDDEN;

@@ -18,6 +18,8 @@ static const char *const messages[V_COUNT] = {
     [V_CORRUPT_LARGE] = "corrupted large block",
     [V_LOCK_REENTERED] = "allocator re-entered from a signal handler",
     [V_USE_AFTER_FREE] = "use of a freed block",
+    [V_WRONG_SIZE] = "free_sized with a size the block does not have",
+    [V_WRONG_ALIGN] = "free_aligned_sized with a wrong alignment",
 };
 
 _Noreturn void vg_fatal(enum violation v, const void *p) {

@@ -35,6 +35,9 @@ int vigil_posix_memalign(void **memptr, size_t alignment, size_t size);
 void *vigil_valloc(size_t size);
 void *vigil_pvalloc(size_t size);
 size_t vigil_malloc_usable_size(void *ptr);
+/* C23: free with the size (and alignment) the block was asked with. */
+void vigil_free_sized(void *ptr, size_t size);
+void vigil_free_aligned_sized(void *ptr, size_t alignment, size_t size);
 int vigil_malloc_trim(size_t pad);
 int vigil_mallopt(int param, int value);
 struct mallinfo2 vigil_mallinfo2(void);

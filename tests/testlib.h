@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static int tl_failures, tl_checks;
 
@@ -70,5 +72,29 @@ static inline int tl_readable(const void *addr) {
   (void)*(const volatile unsigned char *)addr;
   tl_probing = 0;
   return 1;
+}
+/* fn(arg) in a forked child, its stderr captured in out (cap bytes, NUL
+ * terminated); the child's wait status. */
+static inline int tl_in_child(void (*fn)(size_t), size_t arg, char *out, size_t cap) {
+  int fds[2];
+  REQUIRE(pipe(fds) == 0, "pipe");
+  pid_t pid = fork();
+  REQUIRE(pid >= 0, "fork");
+  if (pid == 0) {
+    close(fds[0]);
+    dup2(fds[1], 2);
+    fn(arg);
+    _exit(0);
+  }
+  close(fds[1]);
+  size_t len = 0;
+  ssize_t r;
+  while (len < cap - 1 && (r = read(fds[0], out + len, cap - 1 - len)) > 0) len += (size_t)r;
+  out[len] = 0;
+  close(fds[0]);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0) {
+  }
+  return st;
 }
 #endif
