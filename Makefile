@@ -34,6 +34,9 @@ $(BUILD)/obj/pfx/%.o: src/%.c $(HDRS) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_LIB) -DVIGIL_PREFIX -c $< -o $@
 
+# C++'s operator new throws std::bad_alloc through cxx.c's frames.
+$(BUILD)/obj/std/cxx.o: CFLAGS_LIB += -fexceptions
+
 $(BUILD)/libvigil.so: $(STD_OBJS)
 	$(CC) -shared -pthread -Wl,-soname,libvigil.so -Wl,-z,now -o $@ $^
 $(BUILD)/libvigil.a: $(STD_OBJS)

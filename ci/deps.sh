@@ -25,7 +25,7 @@ triage=("${qemu[@]}" libclang-rt-14-dev libfuzzer-14-dev llvm-14 valgrind afl++ 
 qemu_fuzz=("${qemu[@]}" clang libclang-rt-14-dev:arm64 libstdc++-12-dev-arm64-cross)
 # make check runs the QEMU matrix, make triage (tests/triage_mutant.sh) and
 # make qemu-fuzz on aarch64 and ppc64le (tests/qemu_fuzz_smoke.sh).
-check=("${triage[@]}" "${qemu_fuzz[@]}" strace python3 sqlite3 git perl util-linux procps coreutils bc patch spin zip unzip file)
+check=("${triage[@]}" "${qemu_fuzz[@]}" g++ strace python3 sqlite3 git perl util-linux procps coreutils bc patch spin zip unzip file)
 # strace: bench/run.py counts the syscalls of some workloads under it.
 bench=("${build[@]}" python3 libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
        libclang-rt-14-dev gnuplot-nox hyperfine strace)

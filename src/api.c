@@ -294,37 +294,30 @@ size_t vigil_malloc_usable_size(void *p) {
  * down to a quarter of its size (large.c).  A span or a large block rounds
  * up to its page (64 KiB, or the system's) on top: realloc can shrink one
  * to a page for a few bytes.  tests/unit_sized.c tries every way a block
- * comes to be, so that a change of these rules cannot make a false alarm. */
-static void check_sized(void *p, size_t size, size_t align) {
+ * comes to be, so that a change of these rules cannot make a false alarm.
+ * C++'s sized and aligned deletes (cxx.c) come here too, with their own
+ * messages. */
+void vg_free_checked(void *p, size_t size, size_t align, bool cxx) {
+  if (p == NULL) return;
+  ENTER();
+  /* As memalign: up to 16 is plain malloc, and a non-power-of-two
+   * alignment is rounded up. */
+  if (align > SIZE_MAX / 2 + 1) vg_fatal(cxx ? V_WRONG_DELETE_ALIGN : V_WRONG_ALIGN, p);
+  if (align <= VG_ALIGN) align = 1;
+  else if (!is_pow2(align)) align = (size_t)1 << (64 - __builtin_clzll((unsigned long long)align));
   struct page *pg = page_of(p);
   size_t u = usable(p, V_DOUBLE_FREE);
   size_t slack = pg == NULL ? vg_os_page_size() : pg->kind == PK_SPAN ? VG_PAGE : 0;
   size_t floor = pg == NULL ? u / 4 : u / 2;
-  if (((uintptr_t)p & (align - 1)) != 0) vg_fatal(V_WRONG_ALIGN, p);
-  bool too_small = align <= VG_ALIGN && u > 128 && size <= floor && u - size >= slack;
-  if (size > u || too_small) vg_fatal(V_WRONG_SIZE, p);
-}
-
-void vigil_free_sized(void *p, size_t size) {
-  if (p == NULL) return;
-  ENTER();
-  check_sized(p, size, 1);
+  if (((uintptr_t)p & (align - 1)) != 0) vg_fatal(cxx ? V_WRONG_DELETE_ALIGN : V_WRONG_ALIGN, p);
+  bool too_small = align == 1 && u > 128 && size <= floor && u - size >= slack;
+  if (size != VG_ANY_SIZE && (size > u || too_small)) vg_fatal(cxx ? V_WRONG_DELETE_SIZE : V_WRONG_SIZE, p);
   LEAVE();
   vigil_free(p);
 }
 
-void vigil_free_aligned_sized(void *p, size_t align, size_t size) {
-  if (p == NULL) return;
-  ENTER();
-  /* As aligned_alloc (memalign): up to 16 is plain malloc, and a
-   * non-power-of-two alignment is rounded up. */
-  if (align > SIZE_MAX / 2 + 1) vg_fatal(V_WRONG_ALIGN, p);
-  if (align <= VG_ALIGN) align = 1;
-  else if (!is_pow2(align)) align = (size_t)1 << (64 - __builtin_clzll((unsigned long long)align));
-  check_sized(p, size, align);
-  LEAVE();
-  vigil_free(p);
-}
+void vigil_free_sized(void *p, size_t size) { vg_free_checked(p, size, 1, false); }
+void vigil_free_aligned_sized(void *p, size_t align, size_t size) { vg_free_checked(p, size, align, false); }
 
 int vigil_malloc_trim(size_t pad) {
   (void)pad;

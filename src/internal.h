@@ -192,6 +192,9 @@ enum violation {
   V_USE_AFTER_FREE, /* realloc or malloc_usable_size of a freed block */
   V_WRONG_SIZE,     /* free_sized with a size the block cannot have */
   V_WRONG_ALIGN,    /* free_aligned_sized with an alignment the block lacks */
+  V_WRONG_DELETE_SIZE,  /* C++ sized delete, the same check */
+  V_WRONG_DELETE_ALIGN, /* C++ aligned delete */
+  V_NO_CXX_RUNTIME,     /* operator new failed, and no C++ runtime to throw */
   V_COUNT
 };
 _Noreturn void vg_fatal(enum violation v, const void *p) HIDDEN;
@@ -329,7 +332,12 @@ bool vg_commit_run(struct segment *s, unsigned first, unsigned n) HIDDEN;
 void *vg_large_alloc(size_t size, size_t align, bool zero) HIDDEN;
 bool vg_large_free(void *p) HIDDEN; /* false: p is not a large block */
 size_t vg_large_usable(const void *p) HIDDEN; /* 0: not a large block */
-bool vg_large_was_freed(const void *p) HIDDEN; /* one of the last 64 freed or moved */
+bool vg_large_was_freed(const void *p) HIDDEN;
+/* free with the size and alignment the caller says the block has (C23's
+ * sized frees, C++'s sized and aligned deletes: `cxx` picks the message);
+ * VG_ANY_SIZE: no size given. */
+#define VG_ANY_SIZE SIZE_MAX
+void vg_free_checked(void *p, size_t size, size_t align, bool cxx) HIDDEN; /* one of the last 64 freed or moved */
 void *vg_large_realloc(void *p, size_t size) HIDDEN;
 size_t vg_mmap_threshold(void) HIDDEN;
 int vg_large_trim(void) HIDDEN;

@@ -20,6 +20,9 @@ static const char *const messages[V_COUNT] = {
     [V_USE_AFTER_FREE] = "use of a freed block",
     [V_WRONG_SIZE] = "free_sized with a size the block does not have",
     [V_WRONG_ALIGN] = "free_aligned_sized with a wrong alignment",
+    [V_WRONG_DELETE_SIZE] = "sized delete with a size the block does not have",
+    [V_WRONG_DELETE_ALIGN] = "aligned delete with a wrong alignment",
+    [V_NO_CXX_RUNTIME] = "operator new failed with no C++ runtime to throw",
 };
 
 _Noreturn void vg_fatal(enum violation v, const void *p) {
