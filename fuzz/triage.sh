@@ -145,7 +145,11 @@ outcome() {
     126 | 127) kind="cannot run" ;;
     *) if [ "$rc" -gt 128 ]; then kind=SIG$(kill -l $((rc - 128)) 2>/dev/null || echo $((rc - 128))); else kind="exit $rc"; fi ;;
   esac
-  line=$(grep -m1 -E 'vigil oracle|vigil: |corrupt: |ERROR: AddressSanitizer|runtime error|WARNING: ThreadSanitizer|Invalid (read|write|free)|Process terminating|qemu: uncaught' "$log" | cut -c1-140)
+  # A sanitizer's own line first: in the ASan build vigil prints its history
+  # of the block ("vigil: 0x... is N bytes after ...") before ASan's report.
+  line=$(grep -m1 -E 'ERROR: AddressSanitizer|WARNING: MemorySanitizer|runtime error|WARNING: ThreadSanitizer' "$log" ||
+    grep -m1 -E 'vigil oracle|vigil: |corrupt: |Invalid (read|write|free)|Process terminating|qemu: uncaught' "$log")
+  line=$(cut -c1-140 <<<"$line")
   echo "$kind${line:+: $line}"
 }
 # The part of an outcome that must match for "the same failure": the kind
@@ -401,7 +405,11 @@ stack() {
   if [[ ${OUT[host asan]:-} == *AddressSanitizer* ]]; then
     echo "(the ASan build's report, host)"
     until_seen 'ERROR: AddressSanitizer' "$W/logs/stack.log" "$BUILD/fuzz/replay-asan/$target" -q "$min"
-    grep -E "$frames" "$W/logs/stack.log" | head -n 40
+    # ASan's report first, then vigil's history of the block, which vigil
+    # prints before it (src/history.c).
+    grep -E "$frames" "$W/logs/stack.log" |
+      awk '/ERROR: AddressSanitizer/ { e = 1 } e { print; next } { pre[n++] = $0 }
+           END { for (i = 0; i < n; i++) print (i ? "" : "(vigil'"'"'s history of the block)\n") pre[i] }' | head -n 60
   elif [[ ${OUT[host ubsan]:-} == *"runtime error"* ]]; then
     echo "(the UBSan build's report, host)"
     until_seen 'runtime error' "$W/logs/stack.log" "$BUILD/fuzz/replay-ubsan/$target" -q "$min"

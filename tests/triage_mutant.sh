@@ -151,8 +151,12 @@ grep -qE '^host release +0/1 +pass' "$zout" || bad "calloc-overzero: the release
 grep -qE '^host asan +1/1 +exit 1: .*ERROR: AddressSanitizer: use-after-poison' "$zout" ||
   bad "calloc-overzero: the ASan row should fail with use-after-poison"
 grep -q '^classification: sanitizer-only (asan)' "$zout" || bad "calloc-overzero: not classified sanitizer-only (asan)"
-grep -A6 "^stack (the ASan build's report, host)" "$zout" | grep -qE 'in alloc_slow .*src/api\.c:[0-9]+' ||
-  bad "calloc-overzero: ASan's stack does not reach vigil's calloc in src/api.c"
+# ASan's own stack (the lines right after its ERROR line), not vigil's
+# history of the block, which the report also shows.
+grep -A3 "^stack (the ASan build's report, host)" "$zout" | grep -A2 'ERROR: AddressSanitizer: use-after-poison' |
+  grep -qE 'in alloc_slow .*src/api\.c:[0-9]+' || bad "calloc-overzero: ASan's stack does not reach vigil's calloc in src/api.c"
+grep -q "^ *vigil: 0x[0-9a-f]* is 0 bytes after the live [0-9]*-byte block" "$zout" ||
+  bad "calloc-overzero: the stack does not show vigil's history of the block"
 make -s -C "$ROOT" --no-print-directory "$BUILD/fuzz/replay-asan/api" >/dev/null 2>&1
 ASAN_OPTIONS=detect_leaks=0 "$ROOT/$BUILD/fuzz/replay-asan/api" -q corpus/api/calloc-zero.ops >"$log/overzero-real.log" 2>&1 ||
   bad "calloc-zero.ops fails under ASan on the real tree: $(grep -m1 ERROR "$log/overzero-real.log")"
