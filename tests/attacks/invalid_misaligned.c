@@ -1,0 +1,8 @@
+/* A pointer one byte into a live block. */
+#include "attack.h"
+ATTACK("tiny small medium large") {
+  char *p = a_malloc(n);
+  a_free(p + 1);
+  void *live[] = {p};
+  probe(n, live, 1);
+}
