@@ -55,8 +55,18 @@ replay() { # dir target engine
   for x in "$d/corpus/$t" "$d/corpus/regressions/$t"; do [ -d "$x" ] && inputs+=("$x"); done
   local n=1
   case $t in threads|fork) n=3 ;; esac
-  TSAN_OPTIONS="halt_on_error=1 exitcode=66 report_signal_unsafe=0" timeout 120 "${QT_RUN[@]}" "$d/$(bin_of "$t" "$e")" \
-    -q -n "$n" "${inputs[@]}"
+  # Under TSan each input gets its own process: in one process running the
+  # whole corpus, the race remote-drain-race.ops exists to show (always seen
+  # when it runs alone) went unreported in 1 run in 5, and CI failed on it.
+  if [ "$e" = tsan ]; then
+    local f
+    while IFS= read -r f; do
+      TSAN_OPTIONS="halt_on_error=1 exitcode=66 report_signal_unsafe=0" timeout 120 "$d/$(bin_of "$t" "$e")" -q -n "$n" "$f" ||
+        return
+    done < <(find "${inputs[@]}" -type f | sort)
+    return 0
+  fi
+  timeout 120 "${QT_RUN[@]}" "$d/$(bin_of "$t" "$e")" -q -n "$n" "${inputs[@]}"
 }
 
 fuzz_run() { # dir target -> 0 if the fuzzer found nothing in 60 s
