@@ -1,7 +1,8 @@
 /* Target corrupt: one corruption, applied in a forked child in the middle
  * of a program: a use-after-free write, an overflow of k bytes, an interior,
- * foreign or double free, or a spray over the bytes before a block (where an
- * in-band allocator keeps its headers).  The child passes if vigil aborts
+ * foreign or double free, a spray over the bytes before a block (where an
+ * in-band allocator keeps its headers), or a double free across threads
+ * (another thread frees the block, then the program frees it again).  The child passes if vigil aborts
  * with one of its messages, if the write hits a guard page, or if vigil
  * stays consistent with the model to the end (no overlapping, duplicate or
  * foreign pointer).  Anything else, a hang included, is a failure.
@@ -11,6 +12,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,9 +27,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-enum { UAF_WRITE, OVERFLOW, INTERIOR_FREE, FOREIGN_FREE, DOUBLE_FREE, HEADER_SPRAY, KINDS };
+enum { UAF_WRITE, OVERFLOW, INTERIOR_FREE, FOREIGN_FREE, DOUBLE_FREE, HEADER_SPRAY, REMOTE_DOUBLE_FREE, KINDS };
 static const char *const kind_names[KINDS] = {"use-after-free write", "overflow", "interior free",
-                                              "foreign free", "double free", "header spray"};
+                                              "foreign free", "double free", "header spray",
+                                              "double free across threads"};
 
 struct plan {
   unsigned kind, at, k, slot;
@@ -59,6 +62,11 @@ _Noreturn static void undetected(const char *what) {
   _exit(3);
 }
 
+static void *free_it(void *p) {
+  vigil_free(p);
+  return NULL;
+}
+
 static void corrupt(size_t index, struct model *m, void *ctx) {
   struct plan *pl = ctx;
   if (pl->done || index < pl->at) return;
@@ -76,7 +84,7 @@ static void corrupt(size_t index, struct model *m, void *ctx) {
     case OVERFLOW:
       scribble(p + b->usable, 1 + pl->k % 64, 0x42);
       break;
-    /* These three must stop the program at the bad call itself. */
+    /* These four must stop the program at the bad call itself. */
     case INTERIOR_FREE: /* inside this block: never another block's start */
       vigil_free(p + 1 + (size_t)pl->k * 8 % (b->usable - 1));
       undetected("interior free");
@@ -88,6 +96,14 @@ static void corrupt(size_t index, struct model *m, void *ctx) {
       vigil_free(p);
       vigil_free(p);
       undetected("double free");
+    case REMOTE_DOUBLE_FREE: { /* the first free leaves the remote tag */
+      b->p = NULL;
+      pthread_t t;
+      if (pthread_create(&t, NULL, free_it, p) == 0) pthread_join(t, NULL);
+      else free_it(p); /* no thread to be had: a plain double free, still fatal */
+      vigil_free(p);
+      undetected("double free across threads");
+    }
     case HEADER_SPRAY:
       scribble(p - 16 * (1 + pl->k % 16), 16 * (1 + pl->k % 16), 0x43);
       break;
