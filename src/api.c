@@ -48,6 +48,9 @@ static size_t block_size(void *p, enum violation *why) {
     *why = V_DOUBLE_FREE;
     return vg_span_is_free(pg) ? 0 : pg->bsize;
   }
+  /* A free page: as in free_slow, its blocks were all freed (a span freed
+   * by another thread goes back to its arena at once, and merges). */
+  if (pg->kind == PK_FREE && (uintptr_t)p % VG_ALIGN == 0) *why = V_DOUBLE_FREE;
   return 0;
 }
 
