@@ -102,6 +102,17 @@ __attribute__((unused)) static void in_child(void (*fn)(size_t), size_t n) {
   exit(WEXITSTATUS(st));
 }
 
+/* Another thread frees p (for vigil, a remote free when this thread owns p). */
+static void *free_it(void *p) {
+  a_free(p);
+  return NULL;
+}
+__attribute__((unused)) static void free_in_thread(void *p) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, free_it, p) != 0) exit(2);
+  pthread_join(t, NULL);
+}
+
 /* A linear overflow of k bytes of `fill` past the request of a block whose
  * next neighbour is free, then free and probe. */
 __attribute__((unused)) static void overflow_after(size_t n, size_t k, int fill) {
