@@ -2,10 +2,10 @@
  * of a program: a use-after-free write, an overflow of k bytes, an interior,
  * foreign or double free, a spray over the bytes before a block (where an
  * in-band allocator keeps its headers), or a double free across threads
- * (another thread frees the block, then the program frees it again).  The child passes if vigil aborts
- * with one of its messages, if the write hits a guard page, or if vigil
- * stays consistent with the model to the end (no overlapping, duplicate or
- * foreign pointer).  Anything else, a hang included, is a failure.
+ * (another thread frees the block, then the program frees it again).  The
+ * child passes if vigil aborts with one of its messages, if the write hits
+ * a guard page, or if vigil stays consistent with the model to the end (no
+ * overlapping, duplicate or foreign pointer).  Anything else, a hang included, is a failure.
  *
  * Input: byte 0 picks the corruption, byte 1 the op index at which it
  * happens, byte 2 its size/offset, byte 3 the slot; the rest is a program. */

@@ -35,7 +35,6 @@ static void *(*volatile a_malloc)(size_t) = malloc;
 static void (*volatile a_free)(void *) = free;
 static void *(*volatile a_realloc)(void *, size_t) = realloc;
 static void *(*volatile a_memalign)(size_t, size_t) = memalign;
-static size_t (*volatile a_usable)(void *) = malloc_usable_size;
 
 /* The four size ranges of the issue: tiny, small, medium (64 KiB to 4 MiB,
  * vigil's spans) and large (vigil's own mappings, glibc's mmapped chunks). */
@@ -44,7 +43,7 @@ static const struct {
   size_t n;
 } ranges[] = {{"tiny", 24}, {"small", 1000}, {"medium", 256 << 10}, {"large", 8 << 20}};
 
-/* A 64-byte aligned target an attacker would like malloc to return. */
+/* A page-aligned target an attacker would like malloc to return. */
 static char target[1 << 16] __attribute__((aligned(4096)));
 
 static void survived(void) {
