@@ -3,7 +3,7 @@
 # changes the number of interleaved runs; ALLOCATORS=glibc,vigil restricts
 # the set.
 BENCH_BIN := $(BUILD)/bench/workloads
-BENCH_ENV := BUILD=$(BUILD) $(if $(RUNS),RUNS=$(RUNS)) $(if $(ALLOCATORS),ALLOCATORS=$(ALLOCATORS))
+BENCH_ENV := BUILD=$(BUILD) $(if $(RUNS),RUNS=$(RUNS)) $(if $(ALLOCATORS),ALLOCATORS=$(ALLOCATORS)) $(if $(HARDEN),HARDEN=$(HARDEN))
 
 $(BENCH_BIN): bench/workloads.c
 	@mkdir -p $(@D)

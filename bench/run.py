@@ -160,6 +160,12 @@ def discover_allocators(build):
         rev = sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])
         dirty = sh(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no", "--", "src"])
         found.append(("vigil", vigil, "(this tree)", (rev or "?") + ("+dirty" if dirty else "")))
+        # HARDEN=1,2,3: vigil again at those hardening levels, as vigil-h1...
+        for lvl in [x.strip() for x in os.environ.get("HARDEN", "").split(",") if x.strip()]:
+            if lvl not in ("0", "1", "2", "3"):
+                notes.append("HARDEN: level %r is not 0..3; skipped" % lvl)
+                continue
+            found.append(("vigil-h" + lvl, vigil, "(this tree) harden=" + lvl, (rev or "?") + ("+dirty" if dirty else "")))
     else:
         notes.append("vigil: %s is missing (build it with `make`); skipped" % vigil)
     others = [
@@ -234,11 +240,18 @@ def strace_counts(path):
     return counts
 
 
-def run_one(binary, argv, preload, strace=None):
+def harden_of(name):
+    """vigil-hN: VIGIL_OPTIONS harden=N (HARDEN in discover_allocators)."""
+    return name[len("vigil-h"):] if name.startswith("vigil-h") else None
+
+
+def run_one(binary, argv, preload, strace=None, harden=None):
     """One run: (result dict or None, wall seconds, error). With strace, the
     run is traced (strace -f -c) and the result carries the SYSCALLS counts."""
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
+    if harden is not None:
+        env["VIGIL_OPTIONS"] = ":".join(filter(None, [env.get("VIGIL_OPTIONS"), "harden=" + harden]))
     cmd = [binary] + argv
     timeout = RUN_TIMEOUT_S
     if strace:
@@ -435,7 +448,7 @@ def main():
         for w in workloads:
             for name, path, _, _ in order:
                 done += 1
-                rec, wall, err = run_one(binary, w.argv, path)
+                rec, wall, err = run_one(binary, w.argv, path, harden=harden_of(name))
                 row = dict(rec or {})
                 row.update({"run": i + 1, "workload": w.key, "allocator": name,
                             "status": "ok" if rec else "FAIL", "error": err,
@@ -470,7 +483,7 @@ def main():
               % (len(counted), len(allocs)), file=sys.stderr)
         for w in counted:
             for name, path, _, _ in allocs:
-                rec, wall, err = run_one(binary, w.argv, path, strace=strace)
+                rec, wall, err = run_one(binary, w.argv, path, strace=strace, harden=harden_of(name))
                 row = dict(rec or {})
                 row.update({"run": "strace", "workload": w.key, "allocator": name,
                             "status": "ok" if rec else "FAIL", "error": err,

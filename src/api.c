@@ -22,36 +22,42 @@ static unsigned aligned_class(size_t n, size_t align) {
   return c;
 }
 
-/* The usable size of the live block p, or 0 with what is wrong with p. */
+/* The usable size of the live block p (at harden >= 1, a small block's is
+ * the n it was asked with, which may be 0), or VG_NOT_LIVE with what is
+ * wrong with p. */
+#define VG_NOT_LIVE SIZE_MAX
 static size_t block_size(void *p, enum violation *why) {
   struct page *pg = page_of(p);
   *why = V_INVALID_POINTER;
   if (pg == NULL) {
     size_t n = vg_large_usable(p);
     if (n == 0 && vg_large_was_freed(p)) *why = V_DOUBLE_FREE;
-    return n;
+    return n != 0 ? n : VG_NOT_LIVE;
   }
   if (pg->kind == PK_SMALL) {
     uint32_t idx = slot_index(pg, p);
-    if (idx == UINT32_MAX) return 0;
+    if (idx == UINT32_MAX) return VG_NOT_LIVE;
     *why = V_DOUBLE_FREE;
     /* Freed by another thread (the tag), or by this one (its bit); or,
      * past the slots the page ever handed out, never allocated. */
-    if (remote_freed(p)) return 0;
+    if (remote_freed(p)) return VG_NOT_LIVE;
     if (!(bits_load(&pg->bits[idx / 64]) & slot_bit(idx))) {
       *why = slot_clear_why(pg, idx);
-      return 0;
+      return VG_NOT_LIVE;
     }
-    return pg->bsize;
+    if (!vg_harden) return pg->bsize;
+    size_t n = vg_canary_check(p, pg->bsize);
+    *why = V_OVERFLOW;
+    return n;
   }
   if (pg->kind == PK_SPAN && p == pg->start) {
     *why = V_DOUBLE_FREE;
-    return vg_span_is_free(pg) ? 0 : pg->bsize;
+    return vg_span_is_free(pg) ? VG_NOT_LIVE : pg->bsize;
   }
   /* A free page: as in free_slow, its blocks were all freed (a span freed
    * by another thread goes back to its arena at once, and merges). */
   if (pg->kind == PK_FREE && (uintptr_t)p % VG_ALIGN == 0) *why = V_DOUBLE_FREE;
-  return 0;
+  return VG_NOT_LIVE;
 }
 
 /* Usable size of a live block; fatal for anything vigil did not hand out,
@@ -60,7 +66,7 @@ static size_t block_size(void *p, enum violation *why) {
 static size_t usable(void *p, enum violation freed) {
   enum violation why;
   size_t n = block_size(p, &why);
-  if (n == 0) vg_fatal(why == V_DOUBLE_FREE ? freed : why, p);
+  if (n == VG_NOT_LIVE) vg_fatal(why == V_DOUBLE_FREE ? freed : why, p);
   return n;
 }
 
@@ -72,7 +78,7 @@ static size_t usable(void *p, enum violation freed) {
 static inline size_t ann_size(void *p, size_t n) {
   enum violation why;
   size_t u = block_size(p, &why);
-  return u > n ? u : n;
+  return u != VG_NOT_LIVE && u > n ? u : n;
 }
 #if VG_ANNOTATE
 static void note_alloc(void *p, size_t n, bool zeroed) {
@@ -81,14 +87,14 @@ static void note_alloc(void *p, size_t n, bool zeroed) {
 static void note_free(void *p) {
   enum violation why;
   size_t n = block_size(p, &why);
-  if (n != 0) vg_ann_free(p, n); /* else the free itself reports it */
+  if (n != VG_NOT_LIVE) vg_ann_free(p, n); /* else the free itself reports it */
 }
 #else
 static ALWAYS_INLINE void note_alloc(void *p, size_t n, bool zeroed) { (void)p, (void)n, (void)zeroed; }
 static ALWAYS_INLINE void note_free(void *p) { (void)p; }
 #endif
 
-static NOINLINE void *alloc_slow(size_t n, size_t align, bool zero) {
+static void *alloc_any(size_t n, size_t align, bool zero) {
   if (n > PTRDIFF_MAX) {
     errno = ENOMEM;
     return NULL;
@@ -117,6 +123,28 @@ static NOINLINE void *alloc_slow(size_t n, size_t align, bool zero) {
   return p;
 }
 
+/* harden >= 1: a small block is asked with room for its canary (harden.c).
+ * A size the room would push past VG_SMALL_MAX gets a one-page span, which
+ * has none. */
+static NOINLINE void *alloc_hardened(size_t n, size_t align, bool zero) {
+  size_t ask = n <= VG_SMALL_MAX ? n + VG_CANARY_ROOM : n;
+  if (ask > VG_SMALL_MAX && n <= VG_SMALL_MAX && align <= VG_PAGE) {
+    void *p = vg_span_alloc(n, align);
+    if (p != NULL && zero) memset(p, 0, n);
+    if (p != NULL) return p;
+  }
+  void *p = alloc_any(ask, align, zero);
+  if (p != NULL && ask <= VG_SMALL_MAX && align <= VG_PAGE) vg_canary_set(p, n, page_of(p)->bsize);
+  return p;
+}
+
+/* Every allocation but malloc's fast path; the first one of the process
+ * comes here, and initialises vigil before the level is read. */
+static NOINLINE void *alloc_slow(size_t n, size_t align, bool zero) {
+  vg_init();
+  return unlikely(vg_harden) ? alloc_hardened(n, align, zero) : alloc_any(n, align, zero);
+}
+
 static ALWAYS_INLINE void *alloc(size_t n) {
   struct heap *h = vg_tl_heap;
   if (likely(n <= VG_SMALL_MAX && h != NULL)) {
@@ -129,7 +157,7 @@ static ALWAYS_INLINE void *alloc(size_t n) {
 
 void *vigil_malloc(size_t n) {
   ENTER();
-  void *p = alloc(n);
+  void *p = likely(!vg_harden) ? alloc(n) : alloc_slow(n, VG_ALIGN, false);
   if (unlikely(perturb_byte()) && p) memset(p, (int)(perturb_byte() ^ 0xff), n);
   LEAVE();
   return p;
@@ -148,6 +176,21 @@ static NOINLINE void free_slow(void *p, struct page *pg) {
   }
 }
 
+/* free at harden >= 1: a small block's canary is checked, and a small
+ * block or a span goes to the thread's quarantine (harden.c). */
+static NOINLINE void free_hardened(void *p, struct page *pg) {
+  bool small = pg != NULL && pg->kind == PK_SMALL;
+  if (!small && !(pg != NULL && pg->kind == PK_SPAN && p == pg->start)) {
+    free_slow(p, pg);
+    return;
+  }
+  (void)usable(p, V_DOUBLE_FREE);
+  struct heap *h = vg_tl_heap;
+  if (h != NULL) vg_quarantine_put(h, pg, p);
+  else if (small) small_free(pg, p, V_INVALID_POINTER);
+  else vg_span_free(pg);
+}
+
 void vigil_free(void *p) {
   if (p == NULL) return;
   ENTER();
@@ -159,7 +202,8 @@ void vigil_free(void *p) {
     memset(p, (int)perturb_byte(), n);
   }
   note_free(p);
-  if (likely(pg != NULL && pg->kind == PK_SMALL)) small_free(pg, p, V_INVALID_POINTER);
+  if (unlikely(vg_harden)) free_hardened(p, pg);
+  else if (likely(pg != NULL && pg->kind == PK_SMALL)) small_free(pg, p, V_INVALID_POINTER);
   else free_slow(p, pg);
   LEAVE();
 }
@@ -191,8 +235,13 @@ void *vigil_realloc(void *p, size_t n) {
   size_t old = usable(p, V_USE_AFTER_FREE);
   struct page *pg = page_of(p);
   void *q = NULL;
-  if (n <= old && (n > old / 2 || old <= 128)) {
+  /* What p holds in place: its usable size, or with a canary (harden >= 1)
+   * its slot less the canary's room. */
+  bool canary = vg_harden && pg != NULL && pg->kind == PK_SMALL;
+  size_t fit = canary ? pg->bsize - VG_CANARY_ROOM : old;
+  if (n <= fit && (n > fit / 2 || fit <= 128)) {
     q = p; /* fits, and wastes at most half */
+    if (canary) vg_canary_set(p, n, pg->bsize);
   } else if (pg == NULL) {
     q = vg_large_realloc(p, n); /* in place, or its pages move: no copy */
   } else if (pg->kind == PK_SPAN) {
@@ -208,6 +257,8 @@ void *vigil_realloc(void *p, size_t n) {
     /* A block that moves to grow gets half as much again, so one grown in
      * small steps moves O(log n) times, not once per step. */
     size_t room = n > old && old <= PTRDIFF_MAX / 2 ? old + old / 2 : 0;
+    /* A canary goes right after the n asked for. */
+    if (vg_harden && n <= VG_SMALL_MAX) room = 0;
     /* ... but not past the kind n itself gets: a span does not become a
      * mapped block for the sake of room (it would cost syscalls). */
     size_t t = vg_mmap_threshold();

@@ -317,6 +317,21 @@ void vg_span_cache_flush(struct heap *h) {
 
 bool vg_span_is_free(const struct page *pg) { return load_relaxed(&pg->owner) != NULL; }
 
+/* The quarantine (harden.c) holds a freed span: marked as not live, so a
+ * second free is a double free, but not yet anyone's to reuse. */
+#define SPAN_HELD ((struct heap *)2)
+void vg_span_hold(struct page *pg) {
+  struct heap *none = NULL;
+  if (!atomic_compare_exchange_strong_explicit(&pg->owner, &none, SPAN_HELD, memory_order_relaxed,
+                                               memory_order_relaxed))
+    vg_fatal(V_DOUBLE_FREE, pg->start);
+}
+void vg_span_unhold(struct page *pg) {
+  if (load_relaxed(&pg->owner) != SPAN_HELD) vg_fatal(V_CORRUPT_METADATA, pg->start);
+  store_relaxed(&pg->owner, NULL);
+  vg_span_free(pg);
+}
+
 /* ---- the heap pool ---------------------------------------------------------- */
 struct vg_lock vg_heap_pool_lock = VG_LOCK_INIT;
 struct heap *vg_all_heaps;
@@ -358,6 +373,8 @@ static struct heap *heap_new(void) {
     h->full = NULL;
     h->rb_owner = NULL;
     h->rb_n = 0;
+    h->q_head = h->q_nfifo = h->q_npool = 0;
+    h->q_bytes = 0;
     h->nspans = 0;
     h->span_bytes = 0;
     h->next_free = NULL;

@@ -156,6 +156,7 @@ int vg_trim_all(void) {
   int released = 0;
   struct heap *h = vg_tl_heap;
   if (h) {
+    vg_quarantine_flush(h);
     vg_heap_tc_flush(h);
     vg_heap_flush_remote(h);
     vg_span_cache_flush(h);

@@ -224,6 +224,7 @@ static void abandon_list(struct page *pg) {
 }
 
 void vg_heap_abandon(struct heap *h) {
+  vg_quarantine_flush(h);
   vg_heap_tc_flush(h);
   vg_heap_flush_remote(h);
   vg_span_cache_flush(h);

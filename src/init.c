@@ -18,6 +18,7 @@ void vg_init_slow(void) {
   }
   if (!load_relaxed(&vg_ready)) {
     vg_options_init();
+    vg_harden_init();
     uintptr_t s = 0;
     if (vg_os_random(&s, sizeof s) != 0 || s == 0)
       s = ((uintptr_t)&s ^ (uintptr_t)vg_os_now_ns()) * (uintptr_t)0x9E3779B97F4A7C15ull;

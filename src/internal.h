@@ -195,6 +195,8 @@ enum violation {
   V_WRONG_DELETE_SIZE,  /* C++ sized delete, the same check */
   V_WRONG_DELETE_ALIGN, /* C++ aligned delete */
   V_NO_CXX_RUNTIME,     /* operator new failed, and no C++ runtime to throw */
+  V_OVERFLOW,           /* a small block's canary is broken (harden >= 1) */
+  V_WRITE_AFTER_FREE,   /* a quarantined block was written (harden >= 2) */
   V_COUNT
 };
 _Noreturn void vg_fatal(enum violation v, const void *p) HIDDEN;
@@ -230,6 +232,9 @@ extern struct vg_lock vg_meta_lock;
 #define VG_TC_CLASSES (VG_CLASS_1K(1024u) + 1u)
 static_assert(VG_PAGE / 1024u >= 8u, "a run of a thread-cache class is one page (class_pages)");
 enum heap_state { HEAP_FREE, HEAP_LIVE, HEAP_ORPHANED };
+#define VG_QFIFO 32u       /* the quarantine's FIFO at harden >= 2 (harden.c) */
+#define VG_QFIFO_CANARY 8u /* ... and at harden = 1 */
+#define VG_QPOOL 64u       /* its random pool, harden >= 2 */
 
 struct heap {
   struct block *tc[VG_NCLASSES];   /* thread cache: freed blocks of any heap, tagged (heap.h) */
@@ -246,6 +251,12 @@ struct heap {
   unsigned rb_n;
   struct block *rb[VG_RB_MAX];
   struct arena *arena;
+  /* The quarantine (harden.c, harden >= 2): a FIFO, then a random pool. */
+  void *q_fifo[VG_QFIFO];
+  void *q_pool[VG_QPOOL];
+  unsigned q_head, q_nfifo, q_npool;
+  size_t q_bytes;
+  uint64_t q_rng;
   struct heap *next_free; /* pool free list */
   struct heap *next_all;  /* every heap ever made, for stats and fork */
   _Atomic int state;      /* enum heap_state */
@@ -301,6 +312,8 @@ void *vg_span_alloc(size_t size, size_t align) HIDDEN;
 void vg_span_free(struct page *pg) HIDDEN;
 void vg_span_cache_flush(struct heap *h) HIDDEN;
 bool vg_span_is_free(const struct page *pg) HIDDEN; /* kept by a heap, or on its way back */
+void vg_span_hold(struct page *pg) HIDDEN;   /* freed into the quarantine (harden.c) */
+void vg_span_unhold(struct page *pg) HIDDEN; /* out of it: vg_span_free */
 void *vg_span_resize(struct page *pg, size_t size) HIDDEN; /* NULL: cannot in place */
 void vg_heap_pool_put(struct heap *h) HIDDEN;
 extern struct heap *vg_all_heaps;
@@ -346,6 +359,18 @@ struct vg_large_stats {
   size_t blocks, bytes, cached, cached_bytes;
 };
 void vg_large_stats(struct vg_large_stats *st) HIDDEN;
+
+/* ---- hardening levels (harden.c) ----------------------------------------- */
+enum { HARDEN_BASE, HARDEN_CANARY, HARDEN_QUARANTINE, HARDEN_FILL };
+extern uint8_t vg_harden HIDDEN; /* the `harden` tunable, fixed at start-up */
+void vg_harden_init(void) HIDDEN;
+/* Bytes a small block gets beyond the n asked for at harden >= 1: the
+ * canary's first two bytes and the keyed n in the slot's last two. */
+#define VG_CANARY_ROOM 4u
+void vg_canary_set(void *p, size_t n, size_t bsize) HIDDEN;
+size_t vg_canary_check(const void *p, size_t bsize) HIDDEN; /* n, or SIZE_MAX: broken */
+void vg_quarantine_put(struct heap *h, struct page *pg, void *p) HIDDEN;
+void vg_quarantine_flush(struct heap *h) HIDDEN;
 
 /* ---- bootstrap and fork (init.c, fork.c) --------------------------------- */
 extern _Atomic int vg_ready;

@@ -7,6 +7,7 @@
 #include "internal.h"
 
 #define CACHE_SLOTS 64u
+#define LATE_REUSE 4u
 #define PROBE_ABOVE ((size_t)1 << 30) /* above: map RW, so the kernel refuses at once */
 #define THRESHOLD_MAX ((size_t)32 << 20)
 
@@ -137,7 +138,10 @@ static bool cache_take(size_t ulen, struct large *out) {
   vg_lock(&vg_large_lock);
   int best = -1;
   size_t best_off = SIZE_MAX;
-  for (unsigned i = 0; i < ncache; i++) {
+  /* At harden >= 1 the LATE_REUSE newest stay: a block freed is not the
+   * next one handed out (so a second free of it is a double free). */
+  unsigned n = vg_harden ? (ncache > LATE_REUSE ? ncache - LATE_REUSE : 0) : ncache;
+  for (unsigned i = 0; i < n; i++) {
     struct large *c = &cache[i];
     if (room_of(c) < ulen || c->ulen / 4 > ulen) continue;
     size_t off = c->ulen > ulen ? c->ulen - ulen : ulen - c->ulen;
@@ -274,6 +278,24 @@ static size_t cache_limit(void) {
   return limit;
 }
 
+/* At harden >= 2 a freed block is not cached: its pages go at once and its
+ * mapping becomes a PROT_NONE reservation (so a use after free faults),
+ * kept for the next GRAVE_SLOTS large frees before it is unmapped (so its
+ * address is not handed straight back: a second free of it stays a double
+ * free, not a free of somebody else's new block). */
+#define GRAVE_SLOTS 16u
+static struct large grave[GRAVE_SLOTS];
+static unsigned grave_next;
+
+static void bury(struct large e) {
+  vg_os_decommit(e.map, e.maplen, 1); /* still ours: nobody can map there */
+  vg_lock(&vg_large_lock);
+  struct large old = grave[grave_next % GRAVE_SLOTS];
+  grave[grave_next++ % GRAVE_SLOTS] = e;
+  vg_unlock(&vg_large_lock);
+  if (old.map != NULL) vg_os_unmap(old.map, old.maplen);
+}
+
 bool vg_large_free(void *p) {
   struct large evict[CACHE_SLOTS + 1];
   unsigned nevict = 0;
@@ -288,6 +310,11 @@ bool vg_large_free(void *p) {
   note_gone(e.user);
   live_bytes -= e.ulen;
   adjust_thresholds(e.ulen);
+  if (vg_harden >= HARDEN_QUARANTINE) {
+    vg_unlock(&vg_large_lock);
+    bury(e);
+    return true;
+  }
   size_t limit = cache_limit();
   bool plain = e.user == (uintptr_t)e.map + vg_os_page_size();
   if (plain && e.ulen <= limit) {

@@ -23,6 +23,8 @@ static const char *const messages[V_COUNT] = {
     [V_WRONG_DELETE_SIZE] = "sized delete with a size the block does not have",
     [V_WRONG_DELETE_ALIGN] = "aligned delete with a wrong alignment",
     [V_NO_CXX_RUNTIME] = "operator new failed with no C++ runtime to throw",
+    [V_OVERFLOW] = "overflow past the end of a block",
+    [V_WRITE_AFTER_FREE] = "write to a freed block",
 };
 
 _Noreturn void vg_fatal(enum violation v, const void *p) {

@@ -12,18 +12,19 @@
 #   primitive: WHAT      it survived with an overlapping, duplicate or
 #                        attacker-chosen block
 #   survived             it survived, unnoticed, with no primitive
-# vigil's outcomes must be exactly those in tests/attacks/expected (so a
-# defence that stops working, or starts working, shows); glibc's are
-# recorded there too and only reported when they differ.  README.md holds
+# Each case runs under vigil at every hardening level (VIGIL_OPTIONS=harden=N,
+# N in LEVELS) and under glibc.  vigil's outcomes must be exactly those in
+# tests/attacks/expected (so a defence that stops working, or starts
+# working, shows); glibc's are recorded there too and only reported when
+# they differ.  A primitive at any level above 0 is a failure.  README.md holds
 # the table (between <!-- attacks:begin --> and <!-- attacks:end -->),
 # generated from the expected file and checked here.
 #
 #   tests/attacks.sh              check
 #   tests/attacks.sh --update     rewrite tests/attacks/expected and README's table from this run
 #   ATTACKS='regex' tests/attacks.sh   only the programs whose name matches
-# vigil has one hardening level today (the base, always on): each program
-# runs at it.
 set -uo pipefail
+LEVELS=(0 1 2 3)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 1
 BUILD=${BUILD:-build}
@@ -57,10 +58,11 @@ for src in tests/attacks/*.c; do
 done
 [ ${#progs[@]} -gt 0 ] || { echo "FAIL: no attack program matches '${ATTACKS:-.}'"; exit 1; }
 
-# outcome PROG RANGE [LD_PRELOAD]: one line, as above.
+# outcome PROG RANGE [LD_PRELOAD [LEVEL]]: one line, as above.
 outcome() {
-  local prog=$1 range=$2 pre=${3:-} rc sig line
-  env -u LD_PRELOAD -u VIGIL_OPTIONS ${pre:+LD_PRELOAD=$pre} timeout 20 "$bin/$prog" "$range" >"$T/out" 2>"$T/err"
+  local prog=$1 range=$2 pre=${3:-} level=${4:-0} rc sig line
+  env -u LD_PRELOAD -u VIGIL_OPTIONS ${pre:+LD_PRELOAD=$pre VIGIL_OPTIONS=harden=$level} \
+    timeout 20 "$bin/$prog" "$range" >"$T/out" 2>"$T/err"
   rc=$?
   if [ $rc -eq 124 ]; then echo hang; return; fi
   if [ $rc -gt 128 ]; then
@@ -86,38 +88,39 @@ outcome() {
 : >"$T/got"
 for prog in "${progs[@]}"; do
   for range in $("$bin/$prog" ranges); do
-    v=$(outcome "$prog" "$range" "$lib")
-    g=$(outcome "$prog" "$range")
-    printf '%s\t%s\t%s\t%s\n' "$prog" "$range" "$v" "$g" >>"$T/got"
+    line="$prog"$'\t'"$range"
+    for level in "${LEVELS[@]}"; do line+=$'\t'$(outcome "$prog" "$range" "$lib" "$level"); done
+    line+=$'\t'$(outcome "$prog" "$range")
+    printf '%s\n' "$line" >>"$T/got"
   done
 done
 
-# README's table: one row per program, vigil then glibc per size range.
+# README's table: a row per program and size range, a column per level
+# then glibc; ranges with the same outcomes everywhere share a row.
 table() {
-  python3 - "$1" <<'PY'
+  python3 - "$1" "${#LEVELS[@]}" <<'PY'
 import sys, collections
+nl = int(sys.argv[2])
 rows = collections.OrderedDict()
 for line in open(sys.argv[1]):
     line = line.rstrip("\n")
     if not line or line.startswith("#"): continue
-    prog, rng, v, g = line.split("\t")
-    rows.setdefault(prog, {})[rng] = (v, g)
-R = ["tiny", "small", "medium", "large"]
+    f = line.split("\t")
+    rows.setdefault((f[0], tuple(f[2:])), []).append(f[1])
 def short(o, who):
     if o.startswith("abort: "): return o[7:] if who == "vigil" else "abort"
     if o.startswith("primitive"): return "**PRIMITIVE**"
     return o
-print("| attack | vigil: tiny | small | medium | large | glibc: tiny | small | medium | large |")
-print("|---|---|---|---|---|---|---|---|---|")
-for prog, d in rows.items():
-    cells = [short(d[r][0], "vigil") if r in d else "—" for r in R]
-    cells += [short(d[r][1], "glibc") if r in d else "—" for r in R]
-    print(f"| `{prog}` | " + " | ".join(cells) + " |")
+print("| attack | sizes | " + " | ".join("harden=%d" % i for i in range(nl)) + " | glibc |")
+print("|---|---|" + "---|" * (nl + 1))
+for (prog, outs), ranges in rows.items():
+    cells = [short(o, "vigil") for o in outs[:nl]] + [short(outs[nl], "glibc")]
+    print(f"| `{prog}` | {', '.join(ranges)} | " + " | ".join(cells) + " |")
 PY
 }
 
 if [ $mode = update ]; then
-  { echo "# program<TAB>range<TAB>vigil's outcome<TAB>glibc's outcome: written by tests/attacks.sh --update"; cat "$T/got"; } >"$expected"
+  { echo "# program<TAB>range<TAB>vigil's outcome at harden=${LEVELS[*]}<TAB>glibc's outcome: written by tests/attacks.sh --update"; cat "$T/got"; } >"$expected"
   table "$expected" >"$T/table"
   python3 - "$readme" "$T/table" "$begin" "$end" <<'PY'
 import sys
@@ -142,22 +145,27 @@ ATTACK("tiny") {
 }
 EOF
 gcc -std=gnu11 -O1 -Itests/attacks -pthread -o "$bin/selfcheck-crash" "$T/crash.c" -ldl || { echo "FAIL: the self-check does not build"; exit 1; }
-v=$(outcome selfcheck-crash tiny "$lib")
+v=$(outcome selfcheck-crash tiny "$lib" 0)
 [ "$v" = "crash in vigil" ] || { echo "FAIL: a fault inside libvigil.so was classified '$v', not 'crash in vigil'"; fail=1; }
 g=$(outcome selfcheck-crash tiny)
 [ "$g" = fault ] || { echo "FAIL: a fault inside glibc was classified '$g', not 'fault'"; fail=1; }
 [ -f "$expected" ] || { echo "FAIL: $expected is missing (tests/attacks.sh --update writes it)"; exit 1; }
-while IFS=$'\t' read -r prog range v g; do
-  want=$(awk -F'\t' -v p="$prog" -v r="$range" '$1 == p && $2 == r { print $3 }' "$expected")
-  wantg=$(awk -F'\t' -v p="$prog" -v r="$range" '$1 == p && $2 == r { print $4 }' "$expected")
-  case $v in
-    "crash in vigil" | hang | exit* | signal*) echo "FAIL: $prog $range: $v (never allowed)"; fail=1; continue ;;
-  esac
-  if [ -z "$want" ]; then echo "FAIL: $prog $range: not in $expected (vigil: $v)"; fail=1
-  elif [ "$v" != "$want" ]; then echo "FAIL: $prog $range: vigil: $v, expected: $want"; fail=1
-  elif [[ $v == primitive* ]]; then echo "known gap: $prog $range: $v (README's table lists it)"
-  fi
-  [ -n "$wantg" ] && [ "$g" != "$wantg" ] && echo "note: $prog $range: glibc: $g (recorded: $wantg)"
+nl=${#LEVELS[@]}
+while IFS=$'\t' read -r -a got; do
+  prog=${got[0]} range=${got[1]} g=${got[nl + 2]}
+  IFS=$'\t' read -r -a want < <(awk -F'\t' -v p="$prog" -v r="$range" '$1 == p && $2 == r' "$expected")
+  [ ${#want[@]} -gt 0 ] || { echo "FAIL: $prog $range: not in $expected"; fail=1; continue; }
+  for i in "${!LEVELS[@]}"; do
+    v=${got[i + 2]} w=${want[i + 2]:-} at="$prog $range harden=${LEVELS[i]}"
+    case $v in
+      "crash in vigil" | hang | exit* | signal*) echo "FAIL: $at: $v (never allowed)"; fail=1; continue ;;
+    esac
+    if [ "$v" != "$w" ]; then echo "FAIL: $at: vigil: $v, expected: $w"; fail=1
+    elif [[ $v == primitive* && ${LEVELS[i]} -gt 0 ]]; then echo "FAIL: $at: $v (no level above the base may leave one)"; fail=1
+    elif [[ $v == primitive* ]]; then echo "known gap: $at: $v (README's table lists it)"
+    fi
+  done
+  [ -n "${want[nl + 2]:-}" ] && [ "$g" != "${want[nl + 2]}" ] && echo "note: $prog $range: glibc: $g (recorded: ${want[nl + 2]})"
 done <"$T/got"
 if [ -z "${ATTACKS:-}" ]; then
   missing=$(grep -v '^#' "$expected" | cut -f1,2 | sort | comm -23 - <(cut -f1,2 "$T/got" | sort))
@@ -167,9 +175,11 @@ if [ -z "${ATTACKS:-}" ]; then
   diff -u "$T/readme-table" "$T/table" >"$T/diff" || { echo "FAIL: README.md's attack table is not $expected's (tests/attacks.sh --update):"; cat "$T/diff"; fail=1; }
 fi
 n=$(wc -l <"$T/got")
-stopped=$(cut -f3 "$T/got" | grep -cE '^(abort|fault)')
-prims=$(cut -f3 "$T/got" | grep -c '^primitive')
-gstopped=$(cut -f4 "$T/got" | grep -cE '^(abort|fault)')
-gprims=$(cut -f4 "$T/got" | grep -c '^primitive')
-echo "attacks: $n cases; vigil stopped $stopped, left $prims primitive(s); glibc stopped $gstopped, left $gprims primitive(s)"
+summary="attacks: $n cases;"
+for i in "${!LEVELS[@]}"; do
+  col=$((i + 3))
+  summary+=" harden=${LEVELS[i]} stopped $(cut -f$col "$T/got" | grep -cE '^(abort|fault)'), left $(cut -f$col "$T/got" | grep -c '^primitive') primitive(s);"
+done
+col=$((nl + 3))
+echo "$summary glibc stopped $(cut -f$col "$T/got" | grep -cE '^(abort|fault)'), left $(cut -f$col "$T/got" | grep -c '^primitive')"
 exit $fail
