@@ -128,6 +128,12 @@ static void *alloc_any(size_t n, size_t align, bool zero) {
  * has none. */
 static NOINLINE void *alloc_hardened(size_t n, size_t align, bool zero) {
   size_t ask = n <= VG_SMALL_MAX ? n + VG_CANARY_ROOM : n;
+  struct heap *h = vg_tl_heap;
+  if (likely(ask <= VG_SMALL_MAX && align == VG_ALIGN && !zero && h != NULL)) {
+    void *p = heap_alloc(h, size_class(ask));
+    if (p != NULL) vg_canary_set(p, n, page_of(p)->bsize);
+    return p;
+  }
   if (ask > VG_SMALL_MAX && n <= VG_SMALL_MAX && align <= VG_PAGE) {
     void *p = vg_span_alloc(n, align);
     if (p != NULL && zero) memset(p, 0, n);

@@ -39,13 +39,14 @@ static inline uint64_t canary_key(const void *p) {
   uint64_t k = ((uint64_t)vg_secret ^ (uint64_t)(uintptr_t)p) * 0x9E3779B97F4A7C15ull;
   return k ^ (k >> 29);
 }
-/* The canary's bytes, in memory order: key byte with the top bit set (never
- * zero), a zero, then key bytes. */
-static inline void canary_bytes(const void *p, uint8_t out[8]) {
-  uint64_t k = canary_key(p);
-  for (int i = 0; i < 8; i++) out[i] = (uint8_t)(k >> (8 * i));
-  out[0] |= 0x80;
-  out[1] = 0;
+/* The canary as a word whose bytes, in memory order, are: a key byte with
+ * the top bit set (never zero), a zero, then key bytes. */
+static inline uint64_t canary_word(uint64_t k) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  return (k | 0x80) & ~(uint64_t)0xff00;
+#else
+  return (k | ((uint64_t)0x80 << 56)) & ~((uint64_t)0xff << 48);
+#endif
 }
 static inline size_t canary_len(size_t n, size_t bsize) {
   size_t room = bsize - 2 - n;
@@ -53,22 +54,29 @@ static inline size_t canary_len(size_t n, size_t bsize) {
 }
 
 void vg_canary_set(void *p, size_t n, size_t bsize) {
-  uint8_t c[8], *u = p;
-  canary_bytes(p, c);
-  memcpy(u + n, c, canary_len(n, bsize));
-  uint16_t t = (uint16_t)(n ^ (canary_key(p) >> 48));
+  uint8_t *u = p;
+  uint64_t k = canary_key(p), c = canary_word(k);
+  size_t len = canary_len(n, bsize);
+  if (likely(len == 8)) memcpy(u + n, &c, 8); /* one store */
+  else memcpy(u + n, &c, len);                /* the first len bytes, in memory order */
+  uint16_t t = (uint16_t)(n ^ (k >> 48));
   memcpy(u + bsize - 2, &t, 2);
 }
 
 size_t vg_canary_check(const void *p, size_t bsize) {
   const uint8_t *u = p;
+  uint64_t k = canary_key(p), c = canary_word(k);
   uint16_t t;
   memcpy(&t, u + bsize - 2, 2);
-  size_t n = (uint16_t)(t ^ (canary_key(p) >> 48));
+  size_t n = (uint16_t)(t ^ (k >> 48));
   if (n + VG_CANARY_ROOM > bsize) return SIZE_MAX;
-  uint8_t c[8];
-  canary_bytes(p, c);
-  return memcmp(u + n, c, canary_len(n, bsize)) == 0 ? n : SIZE_MAX;
+  size_t len = canary_len(n, bsize);
+  uint64_t w = 0;
+  if (likely(len == 8)) {
+    memcpy(&w, u + n, 8);
+    return w == c ? n : SIZE_MAX;
+  }
+  return memcmp(u + n, &c, len) == 0 ? n : SIZE_MAX;
 }
 
 /* ---- quarantine ---------------------------------------------------------- */
@@ -99,13 +107,13 @@ static bool fill_intact(const uint8_t *u, size_t n) {
   return true;
 }
 
-static void check(void *p);
+static void check(struct page *pg, void *p);
 
 /* A block leaves the quarantine: checked, then freed for real. */
 static void release(struct heap *h, void *p) {
   (void)h;
-  check(p);
   struct page *pg = page_of(p);
+  check(pg, p);
   if (pg->kind == PK_SPAN) {
     vg_span_unhold(pg);
     return;
@@ -179,14 +187,16 @@ void vg_quarantine_flush(struct heap *h) {
 /* At exit, what the main thread still holds is checked as its release
  * would check it: a write after free to a block that was never reused is
  * reported too. */
-static void check(void *p) {
-  struct page *pg = page_of(p);
+static void check(struct page *pg, void *p) {
   bool tagged = pg->kind == PK_SPAN || remote_freed(p);
   if (!tagged || (vg_harden >= HARDEN_FILL && !fill_intact(p, pg->bsize))) vg_fatal(V_WRITE_AFTER_FREE, p);
 }
 __attribute__((destructor)) static void check_at_exit(void) {
   struct heap *h = vg_tl_heap;
   if (!vg_harden || h == NULL || load_relaxed(&vg_unusable)) return;
-  for (unsigned i = 0; i < h->q_nfifo; i++) check(h->q_fifo[(h->q_head + i) % VG_QFIFO]);
-  for (unsigned i = 0; i < h->q_npool; i++) check(h->q_pool[i]);
+  for (unsigned i = 0; i < h->q_nfifo; i++) {
+    void *p = h->q_fifo[(h->q_head + i) % VG_QFIFO];
+    check(page_of(p), p);
+  }
+  for (unsigned i = 0; i < h->q_npool; i++) check(page_of(h->q_pool[i]), h->q_pool[i]);
 }
