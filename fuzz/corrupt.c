@@ -1,14 +1,31 @@
 /* Target corrupt: one corruption, applied in a forked child in the middle
  * of a program: a use-after-free write, an overflow of k bytes, an interior,
  * foreign or double free, a spray over the bytes before a block (where an
- * in-band allocator keeps its headers), or a double free across threads
- * (another thread frees the block, then the program frees it again).  The
- * child passes if vigil aborts with one of its messages, if the write hits
- * a guard page, or if vigil stays consistent with the model to the end (no
- * overlapping, duplicate or foreign pointer).  Anything else, a hang included, is a failure.
+ * in-band allocator keeps its headers), a double free across threads
+ * (another thread frees the block, then the program frees it again), or a
+ * double free after reuse (free, a malloc of the same size, the same free
+ * again).  The child runs at a hardening level (src/harden.c) the input
+ * picks.  It passes if vigil aborts with one of its messages, if the write
+ * hits a guard page, or if vigil stays consistent with the model to the
+ * end (no overlapping, duplicate or foreign pointer), unless the level
+ * promises to catch the corruption: then only an abort or a guard will do.
+ * Anything else, a hang included, is a failure.  What each level promises:
+ *   >= 1  an overflow past a small block (its canary, checked at the
+ *         block's next free, realloc or at the program's end); a double
+ *         free after reuse (the quarantine); a use-after-free write over a
+ *         small block's first word (its tag, checked when the quarantine
+ *         lets the block go, or at the end)
+ *   >= 2  a use-after-free write to a large block (it faults)
+ *   >= 3  a use-after-free write anywhere in a small block or a span past
+ *         its first word (the fill, checked as for the tag)
+ * The sanitizer builds run at level 0 (vg_harden_set says so), where a
+ * double free after reuse cannot be told from a free of the new block: the
+ * case then runs the program without the corruption.
  *
- * Input: byte 0 picks the corruption, byte 1 the op index at which it
- * happens, byte 2 its size/offset, byte 3 the slot; the rest is a program. */
+ * Input: byte 0 picks the corruption (its value modulo KINDS) and the level
+ * (its value divided by KINDS, modulo 4; a double free after reuse runs at
+ * 1 at least), byte 1 the op index at which it happens, byte 2 its
+ * size/offset, byte 3 the slot; the rest is a program. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
@@ -22,19 +39,31 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "internal.h"
 #include "oracle.h"
 #include "vigil.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-enum { UAF_WRITE, OVERFLOW, INTERIOR_FREE, FOREIGN_FREE, DOUBLE_FREE, HEADER_SPRAY, REMOTE_DOUBLE_FREE, KINDS };
-static const char *const kind_names[KINDS] = {"use-after-free write", "overflow", "interior free",
-                                              "foreign free", "double free", "header spray",
-                                              "double free across threads"};
+enum {
+  UAF_WRITE,
+  OVERFLOW,
+  INTERIOR_FREE,
+  FOREIGN_FREE,
+  DOUBLE_FREE,
+  HEADER_SPRAY,
+  REMOTE_DOUBLE_FREE,
+  DF_AFTER_REUSE,
+  KINDS
+};
+static const char *const kind_names[KINDS] = {"use-after-free write", "overflow",     "interior free",
+                                              "foreign free",         "double free",  "header spray",
+                                              "double free across threads", "double free after reuse"};
 
 struct plan {
-  unsigned kind, at, k, slot;
+  unsigned kind, at, k, slot, level;
   int done;
+  int must_catch; /* the level promises to stop what was done */
 };
 
 /* The range the harness is writing: a fault inside it is a guard page doing
@@ -76,12 +105,19 @@ static void corrupt(size_t index, struct model *m, void *ctx) {
   unsigned char *p = b->p;
   static char not_ours[64] __attribute__((aligned(16)));
   switch (pl->kind) {
-    case UAF_WRITE:
+    case UAF_WRITE: {
+      size_t off = pl->k % 32, len = 1 + pl->k % 24;
+      bool canary = vg_harden_canary_at(p), fits = off + len <= b->usable;
       b->p = NULL;
       vigil_free(p);
-      scribble(p + pl->k % 32, 1 + pl->k % 24, 0x41);
+      scribble(p + off, len, 0x41);
+      if (pl->level >= 2 && b->large) undetected("use-after-free write to a large block");
+      pl->must_catch = (pl->level >= 1 && canary && off < sizeof(void *)) ||
+                       (pl->level >= 3 && !b->large && fits && off + len > sizeof(void *));
       break;
+    }
     case OVERFLOW:
+      pl->must_catch = vg_harden_canary_at(p);
       scribble(p + b->usable, 1 + pl->k % 64, 0x42);
       break;
     /* These four must stop the program at the bad call itself. */
@@ -104,6 +140,15 @@ static void corrupt(size_t index, struct model *m, void *ctx) {
       vigil_free(p);
       undetected("double free across threads");
     }
+    case DF_AFTER_REUSE: {
+      if (pl->level == 0) break; /* see the top */
+      b->p = NULL;
+      vigil_free(p);
+      void *q = vigil_malloc(b->req);
+      vigil_free(p);
+      (void)q;
+      undetected("double free after reuse");
+    }
     case HEADER_SPRAY:
       scribble(p - 16 * (1 + pl->k % 16), 16 * (1 + pl->k % 16), 0x43);
       break;
@@ -113,14 +158,16 @@ static void corrupt(size_t index, struct model *m, void *ctx) {
 static const char *const known[] = {
     "vigil: double free at 0x",          "vigil: invalid pointer at 0x",      "vigil: corrupted free list at 0x",
     "vigil: corrupted remote free list at 0x", "vigil: corrupted metadata at 0x", "vigil: corrupted large block at 0x",
-    "vigil: use of a freed block at 0x",
+    "vigil: use of a freed block at 0x", "vigil: overflow past the end of a block at 0x",
+    "vigil: write to a freed block at 0x",
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static struct op ops[PROG_MAX_OPS];
   size_t head = prog_header_len("corrupt", data, size);
   if (head < 4) return 0;
-  struct plan pl = {data[0] % KINDS, data[1], data[2], data[3], 0};
+  struct plan pl = {data[0] % KINDS, data[1], data[2], data[3], data[0] / KINDS % 4, 0, 0};
+  if (pl.kind == DF_AFTER_REUSE && pl.level == 0) pl.level = 1;
   size_t n = prog_decode(data + head, size - head, ops, PROG_MAX_OPS, NULL);
   if (n) pl.at %= n;
   int fds[2];
@@ -141,8 +188,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     sa.sa_flags = SA_SIGINFO;
     sigaction(SIGSEGV, &sa, NULL);
     sigaction(SIGBUS, &sa, NULL);
+    pl.level = vg_harden_set(pl.level);
     const struct oracle_config cfg = {.target = "corrupt", .before_op = corrupt, .ctx = &pl};
     oracle_run(ops, n, &cfg);
+    vg_harden_release_mine(); /* what the quarantine holds is checked now */
+    if (pl.must_catch) undetected(kind_names[pl.kind]);
     _exit(0);
   }
   close(fds[1]);
@@ -176,8 +226,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT)
     for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
       if (strncmp(out, known[k], strlen(known[k])) == 0) return 0; /* vigil caught it */
-  fprintf(stderr, "corrupt: %s (slot %u, at op %u, k=%u): the child %s %d; its stderr:\n%s\n", kind_names[pl.kind],
-          pl.slot % 16, pl.at, pl.k, WIFSIGNALED(st) ? "died of signal" : "exited with",
+  fprintf(stderr, "corrupt: %s (harden=%u, slot %u, at op %u, k=%u): the child %s %d; its stderr:\n%s\n",
+          kind_names[pl.kind], pl.level, pl.slot % 16, pl.at, pl.k, WIFSIGNALED(st) ? "died of signal" : "exited with",
           WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), out);
   abort();
 }

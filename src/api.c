@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <unistd.h>
 
-#include "heap.h"
+#include "harden.h"
 
 /* vg_tl_busy is non-zero while this thread runs inside vigil: a fork from a
  * signal handler that interrupted us then gives the child a fresh heap
@@ -26,6 +26,25 @@ static unsigned aligned_class(size_t n, size_t align) {
  * the n it was asked with, which may be 0), or VG_NOT_LIVE with what is
  * wrong with p. */
 #define VG_NOT_LIVE SIZE_MAX
+
+/* block_size of p in the small page pg. */
+static ALWAYS_INLINE size_t small_block_size(struct page *pg, void *p, enum violation *why) {
+  uint32_t idx = slot_index(pg, p);
+  *why = V_INVALID_POINTER;
+  if (idx == UINT32_MAX) return VG_NOT_LIVE;
+  *why = V_DOUBLE_FREE;
+  /* Freed by another thread (the tag), or by this one (its bit); or,
+   * past the slots the page ever handed out, never allocated. */
+  if (remote_freed(p)) return VG_NOT_LIVE;
+  if (!(bits_load(&pg->bits[idx / 64]) & slot_bit(idx))) {
+    *why = slot_clear_why(pg, idx);
+    return VG_NOT_LIVE;
+  }
+  if (!vg_harden) return pg->bsize;
+  *why = V_OVERFLOW;
+  return canary_check(p, pg->bsize);
+}
+
 static size_t block_size(void *p, enum violation *why) {
   struct page *pg = page_of(p);
   *why = V_INVALID_POINTER;
@@ -34,22 +53,7 @@ static size_t block_size(void *p, enum violation *why) {
     if (n == 0 && vg_large_was_freed(p)) *why = V_DOUBLE_FREE;
     return n != 0 ? n : VG_NOT_LIVE;
   }
-  if (pg->kind == PK_SMALL) {
-    uint32_t idx = slot_index(pg, p);
-    if (idx == UINT32_MAX) return VG_NOT_LIVE;
-    *why = V_DOUBLE_FREE;
-    /* Freed by another thread (the tag), or by this one (its bit); or,
-     * past the slots the page ever handed out, never allocated. */
-    if (remote_freed(p)) return VG_NOT_LIVE;
-    if (!(bits_load(&pg->bits[idx / 64]) & slot_bit(idx))) {
-      *why = slot_clear_why(pg, idx);
-      return VG_NOT_LIVE;
-    }
-    if (!vg_harden) return pg->bsize;
-    size_t n = vg_canary_check(p, pg->bsize);
-    *why = V_OVERFLOW;
-    return n;
-  }
+  if (pg->kind == PK_SMALL) return small_block_size(pg, p, why);
   if (pg->kind == PK_SPAN && p == pg->start) {
     *why = V_DOUBLE_FREE;
     return vg_span_is_free(pg) ? VG_NOT_LIVE : pg->bsize;
@@ -123,25 +127,23 @@ static void *alloc_any(size_t n, size_t align, bool zero) {
   return p;
 }
 
-/* harden >= 1: a small block is asked with room for its canary (harden.c).
- * A size the room would push past VG_SMALL_MAX gets a one-page span, which
- * has none. */
-static NOINLINE void *alloc_hardened(size_t n, size_t align, bool zero) {
-  size_t ask = n <= VG_SMALL_MAX ? n + VG_CANARY_ROOM : n;
-  struct heap *h = vg_tl_heap;
-  if (likely(ask <= VG_SMALL_MAX && align == VG_ALIGN && !zero && h != NULL)) {
-    void *p = heap_alloc(h, size_class(ask));
-    if (p != NULL) vg_canary_set(p, n, page_of(p)->bsize);
-    return p;
-  }
+/* harden >= 1: a small block is asked with room for its canary (harden.c),
+ * and for `cap` bytes in all (realloc's room to grow in place; cap >= n).
+ * A size the canary's room would push past VG_SMALL_MAX gets a one-page
+ * span, which has none. */
+static void *alloc_hardened_cap(size_t n, size_t cap, size_t align, bool zero) {
+  size_t ask = cap <= VG_SMALL_MAX - VG_CANARY_ROOM ? cap + VG_CANARY_ROOM : n <= VG_SMALL_MAX ? n + VG_CANARY_ROOM : n;
   if (ask > VG_SMALL_MAX && n <= VG_SMALL_MAX && align <= VG_PAGE) {
     void *p = vg_span_alloc(n, align);
     if (p != NULL && zero) memset(p, 0, n);
     if (p != NULL) return p;
   }
   void *p = alloc_any(ask, align, zero);
-  if (p != NULL && ask <= VG_SMALL_MAX && align <= VG_PAGE) vg_canary_set(p, n, page_of(p)->bsize);
+  if (p != NULL && ask <= VG_SMALL_MAX && align <= VG_PAGE) canary_set(p, n, page_of(p)->bsize);
   return p;
+}
+static NOINLINE void *alloc_hardened(size_t n, size_t align, bool zero) {
+  return alloc_hardened_cap(n, n, align, zero);
 }
 
 /* Every allocation but malloc's fast path; the first one of the process
@@ -161,9 +163,21 @@ static ALWAYS_INLINE void *alloc(size_t n) {
   return alloc_slow(n, VG_ALIGN, false);
 }
 
+/* malloc at harden >= 1: a small block with its canary (harden.h). */
+static ALWAYS_INLINE void *alloc_canary(size_t n) {
+  struct heap *h = vg_tl_heap;
+  if (likely(n <= VG_SMALL_MAX - VG_CANARY_ROOM && h != NULL)) {
+    unsigned cls = size_class(n + VG_CANARY_ROOM);
+    void *p = heap_alloc(h, cls);
+    if (likely(p != NULL)) canary_set(p, n, class_size(cls));
+    return p;
+  }
+  return alloc_slow(n, VG_ALIGN, false);
+}
+
 void *vigil_malloc(size_t n) {
   ENTER();
-  void *p = likely(!vg_harden) ? alloc(n) : alloc_slow(n, VG_ALIGN, false);
+  void *p = likely(!vg_harden) ? alloc(n) : alloc_canary(n);
   if (unlikely(perturb_byte()) && p) memset(p, (int)(perturb_byte() ^ 0xff), n);
   LEAVE();
   return p;
@@ -186,12 +200,18 @@ static NOINLINE void free_slow(void *p, struct page *pg) {
  * block or a span goes to the thread's quarantine (harden.c). */
 static NOINLINE void free_hardened(void *p, struct page *pg) {
   bool small = pg != NULL && pg->kind == PK_SMALL;
+  struct heap *h = vg_tl_heap;
+  if (likely(small && h != NULL)) {
+    enum violation why;
+    if (unlikely(small_block_size(pg, p, &why) == VG_NOT_LIVE)) vg_fatal(why, p);
+    vg_quarantine_put(h, pg, p);
+    return;
+  }
   if (!small && !(pg != NULL && pg->kind == PK_SPAN && p == pg->start)) {
     free_slow(p, pg);
     return;
   }
   (void)usable(p, V_DOUBLE_FREE);
-  struct heap *h = vg_tl_heap;
   if (h != NULL) vg_quarantine_put(h, pg, p);
   else if (small) small_free(pg, p, V_INVALID_POINTER);
   else vg_span_free(pg);
@@ -247,7 +267,7 @@ void *vigil_realloc(void *p, size_t n) {
   size_t fit = canary ? pg->bsize - VG_CANARY_ROOM : old;
   if (n <= fit && (n > fit / 2 || fit <= 128)) {
     q = p; /* fits, and wastes at most half */
-    if (canary) vg_canary_set(p, n, pg->bsize);
+    if (canary) canary_set(p, n, pg->bsize);
   } else if (pg == NULL) {
     q = vg_large_realloc(p, n); /* in place, or its pages move: no copy */
   } else if (pg->kind == PK_SPAN) {
@@ -263,15 +283,15 @@ void *vigil_realloc(void *p, size_t n) {
     /* A block that moves to grow gets half as much again, so one grown in
      * small steps moves O(log n) times, not once per step. */
     size_t room = n > old && old <= PTRDIFF_MAX / 2 ? old + old / 2 : 0;
-    /* A canary goes right after the n asked for. */
-    if (vg_harden && n <= VG_SMALL_MAX) room = 0;
     /* ... but not past the kind n itself gets: a span does not become a
      * mapped block for the sake of room (it would cost syscalls). */
     size_t t = vg_mmap_threshold();
     if (n < t && room >= t) room = t - 1;
     if (n <= VG_SPAN_MAX && room > VG_SPAN_MAX) room = VG_SPAN_MAX;
     int saved = errno;
-    if (room > n) q = alloc_slow(room, VG_ALIGN, false);
+    /* With a canary (harden >= 1), the room is in the slot past it. */
+    if (room > n) q = vg_harden && n <= VG_SMALL_MAX ? alloc_hardened_cap(n, room, VG_ALIGN, false)
+                                                     : alloc_slow(room, VG_ALIGN, false);
     if (q == NULL) {
       errno = saved;
       q = alloc_slow(n, VG_ALIGN, false);

@@ -19,13 +19,13 @@
  *                 free of either is a double free, however many mallocs came
  *                 between.  Freed large blocks are unmapped behind a
  *                 PROT_NONE reservation that is released late (large.c).
- *   3 fill        + a quarantined block is zeroed past its two link words,
- *                 and checked when it leaves: a write after free is fatal.
+ *   3 fill        + a quarantined block is zeroed past its tag, and
+ *                 checked when it leaves: a write after free is fatal.
  *
  * The sanitizer and Valgrind builds (VG_ANNOTATE) run at level 0: the
  * checkers see every byte themselves, and vigil's own writes into freed
  * blocks would be their false reports. */
-#include "heap.h"
+#include "harden.h"
 
 uint8_t vg_harden;
 
@@ -34,56 +34,25 @@ void vg_harden_init(void) {
   vg_harden = VG_ANNOTATE ? 0 : (uint8_t)v;
 }
 
-/* ---- canaries ------------------------------------------------------------ */
-static inline uint64_t canary_key(const void *p) {
-  uint64_t k = ((uint64_t)vg_secret ^ (uint64_t)(uintptr_t)p) * 0x9E3779B97F4A7C15ull;
-  return k ^ (k >> 29);
+/* ---- for the fuzzers (fuzz/corrupt.c) --------------------------------------
+ * vg_harden_set changes the level in a process (or a forked child) whose
+ * live blocks are none: every block is given its canary and checked at the
+ * level in force.  Returns that level (0 in the annotated builds). */
+unsigned vg_harden_set(unsigned level) {
+  vg_init();
+  if (vg_tl_heap != NULL) vg_quarantine_flush(vg_tl_heap);
+  vg_harden = VG_ANNOTATE ? 0 : (uint8_t)(level > HARDEN_FILL ? HARDEN_FILL : level);
+  return vg_harden;
 }
-/* The canary as a word whose bytes, in memory order, are: a key byte with
- * the top bit set (never zero), a zero, then key bytes. */
-static inline uint64_t canary_word(uint64_t k) {
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  return (k | 0x80) & ~(uint64_t)0xff00;
-#else
-  return (k | ((uint64_t)0x80 << 56)) & ~((uint64_t)0xff << 48);
-#endif
+bool vg_harden_canary_at(const void *p) {
+  struct page *pg = page_of(p);
+  return vg_harden && pg != NULL && pg->kind == PK_SMALL;
 }
-static inline size_t canary_len(size_t n, size_t bsize) {
-  size_t room = bsize - 2 - n;
-  return room < 8 ? room : 8;
-}
-
-void vg_canary_set(void *p, size_t n, size_t bsize) {
-  uint8_t *u = p;
-  uint64_t k = canary_key(p), c = canary_word(k);
-  size_t len = canary_len(n, bsize);
-  if (likely(len == 8)) memcpy(u + n, &c, 8); /* one store */
-  else memcpy(u + n, &c, len);                /* the first len bytes, in memory order */
-  uint16_t t = (uint16_t)(n ^ (k >> 48));
-  memcpy(u + bsize - 2, &t, 2);
-}
-
-size_t vg_canary_check(const void *p, size_t bsize) {
-  const uint8_t *u = p;
-  uint64_t k = canary_key(p), c = canary_word(k);
-  uint16_t t;
-  memcpy(&t, u + bsize - 2, 2);
-  size_t n = (uint16_t)(t ^ (k >> 48));
-  if (n + VG_CANARY_ROOM > bsize) return SIZE_MAX;
-  size_t len = canary_len(n, bsize);
-  uint64_t w = 0;
-  if (likely(len == 8)) {
-    memcpy(&w, u + n, 8);
-    return w == c ? n : SIZE_MAX;
-  }
-  return memcmp(u + n, &c, len) == 0 ? n : SIZE_MAX;
+void vg_harden_release_mine(void) {
+  if (vg_tl_heap != NULL) vg_quarantine_flush(vg_tl_heap);
 }
 
 /* ---- quarantine ---------------------------------------------------------- */
-static size_t held_size(void *p) {
-  struct page *pg = page_of(p);
-  return pg->bsize;
-}
 
 static inline uint64_t rng_next(struct heap *h) {
   uint64_t x = h->q_rng;
@@ -95,8 +64,8 @@ static inline uint64_t rng_next(struct heap *h) {
   return x;
 }
 
-/* Words a quarantined block keeps untouched: its tag and a spare one. */
-#define FILL_FROM (2 * sizeof(uintptr_t))
+/* A quarantined block is filled past its first word, the tag. */
+#define FILL_FROM sizeof(uintptr_t)
 
 static bool fill_intact(const uint8_t *u, size_t n) {
   for (size_t i = FILL_FROM; i < n; i += sizeof(uint64_t)) {
@@ -109,17 +78,29 @@ static bool fill_intact(const uint8_t *u, size_t n) {
 
 static void check(struct page *pg, void *p);
 
-/* A block leaves the quarantine: checked, then freed for real. */
-static void release(struct heap *h, void *p) {
-  (void)h;
+/* A block leaves the quarantine: checked, then freed for real.  Returns
+ * the bytes it held. */
+static size_t release(void *p) {
   struct page *pg = page_of(p);
+  size_t size = pg->bsize;
   check(pg, p);
   if (pg->kind == PK_SPAN) {
     vg_span_unhold(pg);
-    return;
+    return size;
   }
-  blk_store(&((struct block *)p)->next, 0);
-  small_free(pg, p, V_CORRUPT_METADATA); /* the thread cache, or its page */
+  struct block *b = p;
+  struct heap *h = vg_tl_heap;
+  unsigned cls = pg->cls;
+  if (h != NULL && h->tc_room[cls] != 0) {
+    /* Tagged as a thread cache's block is already: just linked in. */
+    blk_store(&b->rnext, encode(h->tc[cls], b));
+    h->tc[cls] = b;
+    h->tc_room[cls]--;
+  } else {
+    blk_store(&b->next, 0);
+    small_free(pg, p, V_CORRUPT_METADATA); /* its page */
+  }
+  return size;
 }
 
 /* The block of the pool at i (or the FIFO's oldest when the pool is
@@ -135,7 +116,6 @@ static void *take_one(struct heap *h) {
     h->q_head = (h->q_head + 1) % VG_QFIFO;
     h->q_nfifo--;
   }
-  h->q_bytes -= held_size(p);
   return p;
 }
 
@@ -168,20 +148,19 @@ void vg_quarantine_put(struct heap *h, struct page *pg, void *p) {
         out = h->q_pool[i];
         h->q_pool[i] = old;
       }
-      h->q_bytes -= held_size(out);
-      release(h, out);
+      h->q_bytes -= release(out);
     }
   }
   h->q_fifo[(h->q_head + h->q_nfifo++) % VG_QFIFO] = p;
   h->q_bytes += size;
   /* The byte bound; the block just freed always stays. */
   size_t cap = vg_option(OPT_quarantine);
-  while (h->q_bytes > cap && h->q_nfifo + h->q_npool > 1) release(h, take_one(h));
+  while (h->q_bytes > cap && h->q_nfifo + h->q_npool > 1) h->q_bytes -= release(take_one(h));
 }
 
 /* Thread exit and malloc_trim: everything held goes. */
 void vg_quarantine_flush(struct heap *h) {
-  while (h->q_nfifo + h->q_npool > 0) release(h, take_one(h));
+  while (h->q_nfifo + h->q_npool > 0) h->q_bytes -= release(take_one(h));
 }
 
 /* At exit, what the main thread still holds is checked as its release

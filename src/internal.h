@@ -367,10 +367,14 @@ void vg_harden_init(void) HIDDEN;
 /* Bytes a small block gets beyond the n asked for at harden >= 1: the
  * canary's first two bytes and the keyed n in the slot's last two. */
 #define VG_CANARY_ROOM 4u
-void vg_canary_set(void *p, size_t n, size_t bsize) HIDDEN;
-size_t vg_canary_check(const void *p, size_t bsize) HIDDEN; /* n, or SIZE_MAX: broken */
 void vg_quarantine_put(struct heap *h, struct page *pg, void *p) HIDDEN;
 void vg_quarantine_flush(struct heap *h) HIDDEN;
+/* For the fuzzers (fuzz/corrupt.c): set the level where no block is live
+ * (returns the level in force), whether p carries a canary, and release
+ * (so check) what the calling thread's quarantine holds. */
+unsigned vg_harden_set(unsigned level);
+bool vg_harden_canary_at(const void *p);
+void vg_harden_release_mine(void);
 
 /* ---- bootstrap and fork (init.c, fork.c) --------------------------------- */
 extern _Atomic int vg_ready;

@@ -1,0 +1,86 @@
+/* The hardening levels' inline parts (harden.c has the rest, and the
+ * description of each level): a small block's canary at harden >= 1. */
+#ifndef VIGIL_HARDEN_H
+#define VIGIL_HARDEN_H
+
+#include "heap.h"
+
+static ALWAYS_INLINE uint64_t canary_key(const void *p) {
+  uint64_t k = ((uint64_t)vg_secret ^ (uint64_t)(uintptr_t)p) * 0x9E3779B97F4A7C15ull;
+  return k ^ (k >> 29);
+}
+/* The canary as a word whose bytes, in memory order, are: a key byte with
+ * the top bit set (never zero), a zero, then key bytes. */
+static ALWAYS_INLINE uint64_t canary_word(uint64_t k) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  return (k | 0x80) & ~(uint64_t)0xff00;
+#else
+  return (k | ((uint64_t)0x80 << 56)) & ~((uint64_t)0xff << 48);
+#endif
+}
+static ALWAYS_INLINE size_t canary_len(size_t n, size_t bsize) {
+  size_t room = bsize - 2 - n;
+  return room < 8 ? room : 8;
+}
+static ALWAYS_INLINE uint64_t low_bytes(unsigned k) { return ((uint64_t)1 << (8 * k)) - 1; } /* 0 < k < 8 */
+
+/* A canary shorter than 8 bytes (len, 2..7) ends where the slot's last two
+ * bytes begin: it is read and written as the last len bytes of the word
+ * that ends there, whose first 8 - len bytes are the block's own. */
+static ALWAYS_INLINE uint64_t short_canary(uint64_t c, unsigned len) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  return c & low_bytes(len); /* c's first len bytes, as the word's last len */
+#else
+  return c >> (8 * (8 - len));
+#endif
+}
+static ALWAYS_INLINE uint64_t short_part(uint64_t w, unsigned len) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  return w >> (8 * (8 - len));
+#else
+  return w & low_bytes(len);
+#endif
+}
+static ALWAYS_INLINE uint64_t short_merge(uint64_t w, uint64_t part, unsigned len) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  return (w & low_bytes(8 - len)) | (part << (8 * (8 - len)));
+#else
+  return (w & ~low_bytes(len)) | part;
+#endif
+}
+
+static ALWAYS_INLINE void canary_set(void *p, size_t n, size_t bsize) {
+  uint8_t *u = p;
+  uint64_t k = canary_key(p), c = canary_word(k);
+  size_t len = canary_len(n, bsize);
+  if (likely(len == 8)) {
+    memcpy(u + n, &c, 8); /* one store */
+  } else {
+    uint64_t w;
+    memcpy(&w, u + bsize - 10, 8);
+    w = short_merge(w, short_canary(c, (unsigned)len), (unsigned)len);
+    memcpy(u + bsize - 10, &w, 8);
+  }
+  uint16_t t = (uint16_t)(n ^ (k >> 48));
+  memcpy(u + bsize - 2, &t, 2);
+}
+
+/* n, or SIZE_MAX when the canary or the keyed n is broken. */
+static ALWAYS_INLINE size_t canary_check(const void *p, size_t bsize) {
+  const uint8_t *u = p;
+  uint64_t k = canary_key(p), c = canary_word(k);
+  uint16_t t;
+  memcpy(&t, u + bsize - 2, 2);
+  size_t n = (uint16_t)(t ^ (k >> 48));
+  if (n + VG_CANARY_ROOM > bsize) return SIZE_MAX;
+  size_t len = canary_len(n, bsize);
+  uint64_t w;
+  if (likely(len == 8)) {
+    memcpy(&w, u + n, 8);
+    return w == c ? n : SIZE_MAX;
+  }
+  memcpy(&w, u + bsize - 10, 8);
+  return short_part(w, (unsigned)len) == short_canary(c, (unsigned)len) ? n : SIZE_MAX;
+}
+
+#endif
