@@ -110,7 +110,8 @@ static void *alloc_any(size_t n, size_t align, bool zero) {
   }
   void *p;
   if (n <= VG_SMALL_MAX && align <= VG_PAGE) {
-    p = heap_alloc(h, align <= VG_ALIGN ? size_class(n) : aligned_class(n, align));
+    unsigned cls = align <= VG_ALIGN ? size_class(n) : aligned_class(n, align);
+    p = vg_harden ? harden_heap_alloc(h, cls) : heap_alloc(h, cls);
   } else {
     p = NULL;
     int saved = errno;
@@ -168,7 +169,7 @@ static ALWAYS_INLINE void *alloc_canary(size_t n) {
   struct heap *h = vg_tl_heap;
   if (likely(n <= VG_SMALL_MAX - VG_CANARY_ROOM && h != NULL)) {
     unsigned cls = size_class(n + VG_CANARY_ROOM);
-    void *p = heap_alloc(h, cls);
+    void *p = harden_heap_alloc(h, cls);
     if (likely(p != NULL)) canary_set(p, n, class_size(cls));
     return p;
   }
@@ -204,7 +205,8 @@ static NOINLINE void free_hardened(void *p, struct page *pg) {
   if (likely(small && h != NULL)) {
     enum violation why;
     if (unlikely(small_block_size(pg, p, &why) == VG_NOT_LIVE)) vg_fatal(why, p);
-    vg_quarantine_put(h, pg, p);
+    if (vg_harden == HARDEN_CANARY && pg->cls < VG_TC_CLASSES) tcq_free(h, pg, p);
+    else vg_quarantine_put(h, pg, p);
     return;
   }
   if (!small && !(pg != NULL && pg->kind == PK_SPAN && p == pg->start)) {

@@ -353,6 +353,15 @@ void vg_heap_pool_put(struct heap *h) {
   vg_unlock(&vg_heap_pool_lock);
 }
 
+/* The thread cache's size, for an empty cache: tcache_count blocks per
+ * class, and at harden = 1 the newest blocks it holds back (harden.h). */
+void vg_heap_tc_size(struct heap *h) {
+  size_t cap = vg_option(OPT_tcache_count), hold = vg_harden == HARDEN_CANARY ? VG_QFIFO_CANARY : 0;
+  if (cap + hold > UINT8_MAX) cap = UINT8_MAX - hold;
+  for (unsigned c = 0; c < VG_NCLASSES; c++) h->tc_room[c] = c < VG_TC_CLASSES ? (uint8_t)(cap + hold) : 0;
+  h->tc_pop_below = (unsigned)cap;
+}
+
 static struct heap *heap_new(void) {
   vg_lock(&vg_heap_pool_lock);
   struct heap *h = free_heaps;
@@ -365,11 +374,11 @@ static struct heap *heap_new(void) {
   if (h != NULL) {
     for (unsigned c = 0; c < VG_NCLASSES; c++) {
       h->tc[c] = NULL;
-      h->tc_room[c] = c < VG_TC_CLASSES ? (uint8_t)vg_option(OPT_tcache_count) : 0;
       h->cur[c] = &vg_empty_page;
       h->avail[c] = NULL;
       h->spare[c] = NULL;
     }
+    vg_heap_tc_size(h);
     h->full = NULL;
     h->rb_owner = NULL;
     h->rb_n = 0;

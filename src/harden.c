@@ -10,10 +10,16 @@
  *                 malloc_usable_size check both, so a 1-byte overflow (a NUL)
  *                 is fatal at the next call, and malloc(0)'s block traps a
  *                 write to its first byte.  malloc_usable_size is n.
+ *                 Reuse is delayed: the thread cache holds its newest
+ *                 VG_QFIFO_CANARY blocks back (harden.h); bigger blocks and
+ *                 spans go through the quarantine below, a FIFO of
+ *                 VG_QFIFO_CANARY with no pool.  The 4 newest cached large
+ *                 mappings are not reused (large.c).
  *   2 quarantine  + freed small blocks and spans wait in a per-thread
  *                 quarantine before their memory can be handed out again: a
  *                 FIFO of VG_QFIFO blocks, then a random-replacement pool
- *                 of VG_QPOOL, bounded in bytes by the `quarantine` tunable.
+ *                 of VG_QPOOL, bounded in bytes by the `quarantine` tunable;
+ *                 then the thread cache, as at level 0.
  *                 A quarantined block keeps its allocation bit and carries
  *                 the remote tag (heap.h), a span is marked held: a second
  *                 free of either is a double free, however many mallocs came
@@ -40,8 +46,13 @@ void vg_harden_init(void) {
  * level in force.  Returns that level (0 in the annotated builds). */
 unsigned vg_harden_set(unsigned level) {
   vg_init();
-  if (vg_tl_heap != NULL) vg_quarantine_flush(vg_tl_heap);
+  struct heap *h = vg_tl_heap;
+  if (h != NULL) {
+    vg_quarantine_flush(h);
+    vg_heap_tc_flush(h); /* its order (a FIFO at 1) is the level's */
+  }
   vg_harden = VG_ANNOTATE ? 0 : (uint8_t)(level > HARDEN_FILL ? HARDEN_FILL : level);
+  if (h != NULL) vg_heap_tc_size(h);
   return vg_harden;
 }
 bool vg_harden_canary_at(const void *p) {
@@ -164,8 +175,10 @@ void vg_quarantine_flush(struct heap *h) {
 }
 
 /* At exit, what the main thread still holds is checked as its release
- * would check it: a write after free to a block that was never reused is
- * reported too. */
+ * would check it, and its thread cache (harden = 1 holds blocks back
+ * there) as a pop would: a write after free to a block that was never
+ * reused is reported too.  Each cached block is checked before its link
+ * is followed. */
 static void check(struct page *pg, void *p) {
   bool tagged = pg->kind == PK_SPAN || remote_freed(p);
   if (!tagged || (vg_harden >= HARDEN_FILL && !fill_intact(p, pg->bsize))) vg_fatal(V_WRITE_AFTER_FREE, p);
@@ -178,4 +191,12 @@ __attribute__((destructor)) static void check_at_exit(void) {
     check(page_of(p), p);
   }
   for (unsigned i = 0; i < h->q_npool; i++) check(page_of(h->q_pool[i]), h->q_pool[i]);
+  for (unsigned c = 0; c < VG_TC_CLASSES; c++) {
+    unsigned n = 0; /* a cache holds at most 255: a longer chain is a forged loop */
+    for (struct block *b = h->tc[c]; b != NULL; b = decode(blk_load(&b->rnext), b)) {
+      struct page *pg = page_at(b);
+      if (++n > UINT8_MAX || pg == NULL || pg->kind != PK_SMALL || pg->cls != c || slot_index(pg, b) == UINT32_MAX || !remote_freed(b))
+        vg_fatal(V_WRITE_AFTER_FREE, b);
+    }
+  }
 }

@@ -83,4 +83,44 @@ static ALWAYS_INLINE size_t canary_check(const void *p, size_t bsize) {
   return short_part(w, (unsigned)len) == short_canary(c, (unsigned)len) ? n : SIZE_MAX;
 }
 
+/* ---- harden = 1: the thread cache as a FIFO that holds its newest back ----
+ * A freed block of a thread-cache class joins the cache's tail (tagged, as
+ * in heap.h); malloc takes the head only while more than VG_QFIFO_CANARY
+ * blocks are held, so a block freed into the cache waits behind that many.
+ * When the cache is full, the freed block goes to its page instead, where
+ * malloc looks only once the cache is down to VG_QFIFO_CANARY: it waits
+ * behind more.  The quarantine of harden.c, at no cost beyond the
+ * cache's own. */
+static ALWAYS_INLINE void tcq_free(struct heap *h, struct page *pg, struct block *b) {
+  unsigned cls = pg->cls;
+  if (unlikely(h->tc_room[cls] == 0)) {
+    uint32_t idx = slot_index(pg, b);
+    if (load_relaxed(&pg->owner) == h) heap_free_slot(h, pg, b, idx);
+    else vg_heap_free_remote(pg, b, idx);
+    return;
+  }
+  blk_store(&b->next, remote_tag(b));
+  blk_store(&b->rnext, encode(NULL, b));
+  struct block *tail = h->tc_tail[cls];
+  if (h->tc[cls] == NULL) h->tc[cls] = b;
+  else blk_store(&tail->rnext, encode(b, tail));
+  h->tc_tail[cls] = b;
+  h->tc_room[cls]--;
+}
+
+/* malloc of class cls at harden = 1. */
+static ALWAYS_INLINE void *tcq_alloc(struct heap *h, unsigned cls) {
+  struct block *b = h->tc[cls];
+  if (b != NULL && h->tc_room[cls] < h->tc_pop_below) return tc_pop(h, cls, b);
+  struct page *pg = h->cur[cls];
+  b = pg->free;
+  if (unlikely(b == NULL)) return vg_heap_alloc_slow(h, cls);
+  return heap_pop(pg, b);
+}
+
+/* Any small block at harden >= 1: the FIFO cache at 1, else heap.h's. */
+static ALWAYS_INLINE void *harden_heap_alloc(struct heap *h, unsigned cls) {
+  return vg_harden == HARDEN_CANARY && cls < VG_TC_CLASSES ? tcq_alloc(h, cls) : heap_alloc(h, cls);
+}
+
 #endif

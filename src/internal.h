@@ -239,6 +239,11 @@ enum heap_state { HEAP_FREE, HEAP_LIVE, HEAP_ORPHANED };
 struct heap {
   struct block *tc[VG_NCLASSES];   /* thread cache: freed blocks of any heap, tagged (heap.h) */
   uint8_t tc_room[VG_NCLASSES];    /* blocks tc[c] may still take; 0 above VG_TC_CLASSES */
+  /* harden = 1 (harden.h): the cache is a FIFO, with its last block here,
+   * and a class's first block is handed out only while tc_room is below
+   * tc_pop_below: the newest VG_QFIFO_CANARY blocks stay. */
+  struct block *tc_tail[VG_TC_CLASSES];
+  unsigned tc_pop_below;
   struct page *cur[VG_NCLASSES];   /* page to allocate from; &vg_empty_page if none */
   struct page *avail[VG_NCLASSES]; /* pages of the class that may have room */
   struct page *full;               /* pages with no room; any class */
@@ -272,6 +277,8 @@ void vg_heap_free_remote(struct page *pg, struct block *b, uint32_t idx) HIDDEN;
 void vg_heap_free_remote_now(struct page *pg, struct block *b) HIDDEN;           /* not batched */
 void vg_heap_flush_remote(struct heap *h) HIDDEN; /* push this thread's batch */
 void vg_heap_tc_flush(struct heap *h) HIDDEN;     /* empty the thread cache into the pages */
+void vg_heap_tc_evict(struct heap *h, unsigned cls) HIDDEN; /* its first block, into its page */
+void vg_heap_tc_size(struct heap *h) HIDDEN;      /* of an empty cache, at the level in force */
 void vg_heap_drain(struct heap *h) HIDDEN;
 void vg_heap_abandon(struct heap *h) HIDDEN;
 struct heap *vg_heap_get(void) HIDDEN; /* this thread's heap, made on first use */
