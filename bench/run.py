@@ -245,6 +245,36 @@ def harden_of(name):
     return name[len("vigil-h"):] if name.startswith("vigil-h") else None
 
 
+def level_table(workloads, names, levels, med_t, med_rss):
+    """Markdown lines: each hardening level's time against level 0 (vigil)
+    and against glibc, per workload, and memreturn's peak RSS."""
+    md = ["## Hardening levels: time against level 0 and against glibc", "",
+          "Each cell: the level's median time / vigil's at level 0 (its slowdown), then its "
+          "speed ratio to glibc (glibc's time / its time; < 1.00 is slower than glibc). "
+          "Level 0 is the `vigil` column above.", "",
+          "| workload | " + " | ".join("harden=%s" % harden_of(n) for n in levels) + " |",
+          "|---|" + "---:|" * len(levels)]
+    for w in workloads:
+        t0, tg = med_t.get((w.key, "vigil")), med_t.get((w.key, "glibc"))
+        cells = []
+        for n in levels:
+            t = med_t.get((w.key, n))
+            if not t or not t0:
+                cells.append("n/a")
+                continue
+            cells.append("%.2f× (%s)" % (t / t0, "%.2f" % (tg / t) if tg else "n/a"))
+        md.append("| %s | %s |" % (w.label, " | ".join(cells)))
+    peak0 = (med_rss.get(("memreturn", "vigil")) or {}).get("rss_peak_kb")
+    cells = []
+    for n in levels:
+        pk = (med_rss.get(("memreturn", n)) or {}).get("rss_peak_kb")
+        cells.append("%.1f MiB (%+.1f%%)" % (pk / 1024, 100.0 * (pk - peak0) / peak0) if pk and peak0 else "n/a")
+    md.append("| memreturn peak RSS (level 0: %s) | %s |"
+              % ("%.1f MiB" % (peak0 / 1024) if peak0 else "n/a", " | ".join(cells)))
+    md.append("")
+    return md
+
+
 def run_one(binary, argv, preload, strace=None, harden=None):
     """One run: (result dict or None, wall seconds, error). With strace, the
     run is traced (strace -f -c) and the result carries the SYSCALLS counts."""
@@ -608,6 +638,9 @@ def main():
                   "(best peer's RSS / vigil's; < 1.00 means vigil keeps more)."
                   % (best, after[best] / 1024, after["vigil"] / 1024, after[best] / after["vigil"]))
         md.append("")
+    levels = [n for n in names if harden_of(n) is not None]
+    if levels and "vigil" in names:
+        md.extend(level_table(workloads, names, levels, med_t, med_rss))
     mem_argv = [w for w in workloads if w.key == "memreturn"][0].argv
     md.append("memreturn allocates %s MiB (blocks of 16 B..64 KiB, log-uniform, plus ~10%% in 1 MiB blocks), "
               "touches every byte, frees it all in random order and reads RSS from /proc/self/statm "
