@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make coverage`: line and branch coverage of src/ with clang's
 # source-based coverage (llvm-cov), from the unit, API and seed tests and the
-# corpus replay (seeds and regressions of every target) through the oracle.
+# corpus replay (seeds and regressions of every target) through the oracle,
+# and the same at each hardening level above 0.
 #
 # Builds everything in $COV_BUILD (default build-cov) with clang -O0
 # -fprofile-instr-generate -fcoverage-mapping, runs each program with its own
@@ -48,6 +49,20 @@ for t in "${targets[@]}"; do
   for d in "corpus/$t" "corpus/regressions/$t"; do [ -d "$d" ] && dirs+=("$d"); done
   run "replay-$t" "$B/fuzz/replay/$t" -q "${dirs[@]}"
   bins+=("$B/fuzz/replay/$t")
+done
+# The hardening levels (src/harden.c): what tests/harden_levels.sh runs at
+# each level above 0.  (The corrupt target sets its level per input, in
+# children whose profiles are not written.)
+for level in 1 2 3; do
+  for t in api_glibc unit_sized unit_threads unit_core seed_large_realloc; do
+    VIGIL_OPTIONS=harden=$level run "$t-harden$level" "$B/tests/$t"
+  done
+  for t in "${targets[@]}"; do
+    [ "$t" = corrupt ] && continue
+    dirs=()
+    for d in "corpus/$t" "corpus/regressions/$t"; do [ -d "$d" ] && dirs+=("$d"); done
+    VIGIL_OPTIONS=harden=$level run "replay-$t-harden$level" "$B/fuzz/replay/$t" -q "${dirs[@]}"
+  done
 done
 shopt -s nullglob
 raw=("$prof"/*.profraw)
