@@ -29,7 +29,7 @@ ifdef QEMU_BUILD_ARCH
 # ---- one arch's cross build (set by run.sh: QEMU_CC, QEMU_EXTRA_CFLAGS) ----
 QEMU_OUT := $(BUILD)/qemu/$(QEMU_BUILD_ARCH)
 QEMU_FUZZ_TARGETS := $(shell sed -n 's/^FUZZ_TARGETS *:= *//p' fuzz/fuzz.mk)
-QEMU_UNITS := unit_core unit_modules unit_threads
+QEMU_UNITS := unit_core unit_modules unit_harden unit_threads
 QEMU_COMMON := -std=gnu11 -O1 -g -pthread -Wall -Wextra -DVIGIL_PREFIX -DVIGIL_NO_SDT \
   -Isrc $(QEMU_EXTRA_CFLAGS)
 # The library's own flags (Makefile's CFLAGS_LIB), static and without -Werror.

@@ -5,7 +5,9 @@
 #   build   cross-build -static with the target's compiler, into
 #           $BUILD/qemu/ARCH/ (the rules are in qemu-targets/qemu.mk)
 # then, under qemu-ARCH -p N for each page size N of the target:
-#   unit    tests/unit_core and tests/unit_modules (prefixed build)
+#   unit    tests/unit_core, tests/unit_modules and tests/unit_harden (the
+#           hardening levels: canaries on big-endian and 32-bit targets)
+#           (prefixed build)
 #   seed    tests/seed_large_pages, which must report the page size it got
 #   replay  corpus/<t> and corpus/regressions/<t> through each fuzz target's
 #           replay driver (the oracle); threads and fork with -n 3
@@ -166,6 +168,7 @@ for arch in "$@"; do
     xfail=0 ok=0
     testlib_run unit unit_core || ok=1
     testlib_run unit unit_modules || ok=1
+    testlib_run unit unit_harden || ok=1
     v_unit=$(verdict $ok); [ "$v_unit" = FAIL ] && failures=$((failures + 1))
 
     # seed: must pass and must have run with the page size it was given

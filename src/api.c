@@ -22,9 +22,7 @@ static unsigned aligned_class(size_t n, size_t align) {
   return c;
 }
 
-/* The usable size of the live block p (at harden >= 1, a small block's is
- * the n it was asked with, which may be 0), or VG_NOT_LIVE with what is
- * wrong with p. */
+/* What block_size returns for a block that is not live. */
 #define VG_NOT_LIVE SIZE_MAX
 
 /* block_size of p in the small page pg. */
@@ -40,11 +38,14 @@ static ALWAYS_INLINE size_t small_block_size(struct page *pg, void *p, enum viol
     *why = slot_clear_why(pg, idx);
     return VG_NOT_LIVE;
   }
-  if (!vg_harden) return pg->bsize;
+  if (!harden_level()) return pg->bsize;
   *why = V_OVERFLOW;
   return canary_check(p, pg->bsize);
 }
 
+/* The usable size of the live block p (at harden >= 1, a small block's is
+ * the n it was asked with, which may be 0), or VG_NOT_LIVE with what is
+ * wrong with p. */
 static size_t block_size(void *p, enum violation *why) {
   struct page *pg = page_of(p);
   *why = V_INVALID_POINTER;
@@ -111,7 +112,7 @@ static void *alloc_any(size_t n, size_t align, bool zero) {
   void *p;
   if (n <= VG_SMALL_MAX && align <= VG_PAGE) {
     unsigned cls = align <= VG_ALIGN ? size_class(n) : aligned_class(n, align);
-    p = vg_harden ? harden_heap_alloc(h, cls) : heap_alloc(h, cls);
+    p = harden_level() ? harden_heap_alloc(h, cls) : heap_alloc(h, cls);
   } else {
     p = NULL;
     int saved = errno;
@@ -151,7 +152,7 @@ static NOINLINE void *alloc_hardened(size_t n, size_t align, bool zero) {
  * comes here, and initialises vigil before the level is read. */
 static NOINLINE void *alloc_slow(size_t n, size_t align, bool zero) {
   vg_init();
-  return unlikely(vg_harden) ? alloc_hardened(n, align, zero) : alloc_any(n, align, zero);
+  return unlikely(harden_level()) ? alloc_hardened(n, align, zero) : alloc_any(n, align, zero);
 }
 
 static ALWAYS_INLINE void *alloc(size_t n) {
@@ -178,7 +179,7 @@ static ALWAYS_INLINE void *alloc_canary(size_t n) {
 
 void *vigil_malloc(size_t n) {
   ENTER();
-  void *p = likely(!vg_harden) ? alloc(n) : alloc_canary(n);
+  void *p = likely(!harden_level()) ? alloc(n) : alloc_canary(n);
   if (unlikely(perturb_byte()) && p) memset(p, (int)(perturb_byte() ^ 0xff), n);
   LEAVE();
   return p;
@@ -197,15 +198,16 @@ static NOINLINE void free_slow(void *p, struct page *pg) {
   }
 }
 
-/* free at harden >= 1: a small block's canary is checked, and a small
- * block or a span goes to the thread's quarantine (harden.c). */
+/* free at harden >= 1: a small block's canary is checked; the block is held
+ * back from reuse, in the thread cache at level 1 (harden.h) or else in the
+ * thread's quarantine (harden.c), as is a span. */
 static NOINLINE void free_hardened(void *p, struct page *pg) {
   bool small = pg != NULL && pg->kind == PK_SMALL;
   struct heap *h = vg_tl_heap;
   if (likely(small && h != NULL)) {
     enum violation why;
     if (unlikely(small_block_size(pg, p, &why) == VG_NOT_LIVE)) vg_fatal(why, p);
-    if (vg_harden == HARDEN_CANARY && pg->cls < VG_TC_CLASSES) tcq_free(h, pg, p);
+    if (harden_level() == HARDEN_CANARY && pg->cls < VG_TC_CLASSES) tcq_free(h, pg, p);
     else vg_quarantine_put(h, pg, p);
     return;
   }
@@ -230,7 +232,7 @@ void vigil_free(void *p) {
     memset(p, (int)perturb_byte(), n);
   }
   note_free(p);
-  if (unlikely(vg_harden)) free_hardened(p, pg);
+  if (unlikely(harden_level())) free_hardened(p, pg);
   else if (likely(pg != NULL && pg->kind == PK_SMALL)) small_free(pg, p, V_INVALID_POINTER);
   else free_slow(p, pg);
   LEAVE();
@@ -265,7 +267,7 @@ void *vigil_realloc(void *p, size_t n) {
   void *q = NULL;
   /* What p holds in place: its usable size, or with a canary (harden >= 1)
    * its slot less the canary's room. */
-  bool canary = vg_harden && pg != NULL && pg->kind == PK_SMALL;
+  bool canary = harden_level() && pg != NULL && pg->kind == PK_SMALL;
   size_t fit = canary ? pg->bsize - VG_CANARY_ROOM : old;
   if (n <= fit && (n > fit / 2 || fit <= 128)) {
     q = p; /* fits, and wastes at most half */
@@ -292,7 +294,7 @@ void *vigil_realloc(void *p, size_t n) {
     if (n <= VG_SPAN_MAX && room > VG_SPAN_MAX) room = VG_SPAN_MAX;
     int saved = errno;
     /* With a canary (harden >= 1), the room is in the slot past it. */
-    if (room > n) q = vg_harden && n <= VG_SMALL_MAX ? alloc_hardened_cap(n, room, VG_ALIGN, false)
+    if (room > n) q = harden_level() && n <= VG_SMALL_MAX ? alloc_hardened_cap(n, room, VG_ALIGN, false)
                                                      : alloc_slow(room, VG_ALIGN, false);
     if (q == NULL) {
       errno = saved;

@@ -33,11 +33,11 @@
  * blocks would be their false reports. */
 #include "harden.h"
 
-uint8_t vg_harden;
+_Atomic uint8_t vg_harden_word;
 
 void vg_harden_init(void) {
   size_t v = vg_option(OPT_harden);
-  vg_harden = VG_ANNOTATE ? 0 : (uint8_t)v;
+  store_relaxed(&vg_harden_word, VG_ANNOTATE ? 0 : (uint8_t)v);
 }
 
 /* ---- for the fuzzers (fuzz/corrupt.c) --------------------------------------
@@ -51,13 +51,13 @@ unsigned vg_harden_set(unsigned level) {
     vg_quarantine_flush(h);
     vg_heap_tc_flush(h); /* its order (a FIFO at 1) is the level's */
   }
-  vg_harden = VG_ANNOTATE ? 0 : (uint8_t)(level > HARDEN_FILL ? HARDEN_FILL : level);
+  store_relaxed(&vg_harden_word, VG_ANNOTATE ? 0 : (uint8_t)(level > HARDEN_FILL ? HARDEN_FILL : level));
   if (h != NULL) vg_heap_tc_size(h);
-  return vg_harden;
+  return harden_level();
 }
 bool vg_harden_canary_at(const void *p) {
   struct page *pg = page_of(p);
-  return vg_harden && pg != NULL && pg->kind == PK_SMALL;
+  return harden_level() && pg != NULL && pg->kind == PK_SMALL;
 }
 void vg_harden_release_mine(void) {
   if (vg_tl_heap != NULL) vg_quarantine_flush(vg_tl_heap);
@@ -79,8 +79,8 @@ static inline uint64_t rng_next(struct heap *h) {
 #define FILL_FROM sizeof(uintptr_t)
 
 static bool fill_intact(const uint8_t *u, size_t n) {
-  for (size_t i = FILL_FROM; i < n; i += sizeof(uint64_t)) {
-    uint64_t w;
+  for (size_t i = FILL_FROM; i < n; i += sizeof(uintptr_t)) {
+    uintptr_t w;
     memcpy(&w, u + i, sizeof w);
     if (w != 0) return false;
   }
@@ -131,8 +131,8 @@ static void *take_one(struct heap *h) {
 }
 
 /* Blocks held at each level: the FIFO's depth and the pool's size. */
-static inline unsigned fifo_cap(void) { return vg_harden >= HARDEN_QUARANTINE ? VG_QFIFO : VG_QFIFO_CANARY; }
-static inline unsigned pool_cap(void) { return vg_harden >= HARDEN_QUARANTINE ? VG_QPOOL : 0; }
+static inline unsigned fifo_cap(void) { return harden_level() >= HARDEN_QUARANTINE ? VG_QFIFO : VG_QFIFO_CANARY; }
+static inline unsigned pool_cap(void) { return harden_level() >= HARDEN_QUARANTINE ? VG_QPOOL : 0; }
 
 /* free at level 1 and up, of a validated live small block or span. */
 void vg_quarantine_put(struct heap *h, struct page *pg, void *p) {
@@ -143,7 +143,7 @@ void vg_quarantine_put(struct heap *h, struct page *pg, void *p) {
     struct block *b = p;
     blk_store(&b->next, remote_tag(b));
   }
-  if (vg_harden >= HARDEN_FILL) memset((uint8_t *)p + FILL_FROM, 0, size - FILL_FROM);
+  if (harden_level() >= HARDEN_FILL) memset((uint8_t *)p + FILL_FROM, 0, size - FILL_FROM);
   if (h->q_nfifo == fifo_cap()) {
     /* The FIFO's oldest moves to the pool; a full pool gives up a random
      * block for it. */
@@ -181,11 +181,11 @@ void vg_quarantine_flush(struct heap *h) {
  * is followed. */
 static void check(struct page *pg, void *p) {
   bool tagged = pg->kind == PK_SPAN || remote_freed(p);
-  if (!tagged || (vg_harden >= HARDEN_FILL && !fill_intact(p, pg->bsize))) vg_fatal(V_WRITE_AFTER_FREE, p);
+  if (!tagged || (harden_level() >= HARDEN_FILL && !fill_intact(p, pg->bsize))) vg_fatal(V_WRITE_AFTER_FREE, p);
 }
 __attribute__((destructor)) static void check_at_exit(void) {
   struct heap *h = vg_tl_heap;
-  if (!vg_harden || h == NULL || load_relaxed(&vg_unusable)) return;
+  if (!harden_level() || h == NULL || load_relaxed(&vg_unusable)) return;
   for (unsigned i = 0; i < h->q_nfifo; i++) {
     void *p = h->q_fifo[(h->q_head + i) % VG_QFIFO];
     check(page_of(p), p);

@@ -120,7 +120,7 @@ static ALWAYS_INLINE void *tcq_alloc(struct heap *h, unsigned cls) {
 
 /* Any small block at harden >= 1: the FIFO cache at 1, else heap.h's. */
 static ALWAYS_INLINE void *harden_heap_alloc(struct heap *h, unsigned cls) {
-  return vg_harden == HARDEN_CANARY && cls < VG_TC_CLASSES ? tcq_alloc(h, cls) : heap_alloc(h, cls);
+  return harden_level() == HARDEN_CANARY && cls < VG_TC_CLASSES ? tcq_alloc(h, cls) : heap_alloc(h, cls);
 }
 
 #endif

@@ -369,7 +369,10 @@ void vg_large_stats(struct vg_large_stats *st) HIDDEN;
 
 /* ---- hardening levels (harden.c) ----------------------------------------- */
 enum { HARDEN_BASE, HARDEN_CANARY, HARDEN_QUARANTINE, HARDEN_FILL };
-extern uint8_t vg_harden HIDDEN; /* the `harden` tunable, fixed at start-up */
+/* The `harden` tunable, fixed at start-up: read with harden_level(), a
+ * relaxed load (threads read it while the first one initialises vigil). */
+extern _Atomic uint8_t vg_harden_word HIDDEN;
+static ALWAYS_INLINE unsigned harden_level(void) { return load_relaxed(&vg_harden_word); }
 void vg_harden_init(void) HIDDEN;
 /* Bytes a small block gets beyond the n asked for at harden >= 1: the
  * canary's first two bytes and the keyed n in the slot's last two. */

@@ -140,7 +140,7 @@ static bool cache_take(size_t ulen, struct large *out) {
   size_t best_off = SIZE_MAX;
   /* At harden >= 1 the LATE_REUSE newest stay: a block freed is not the
    * next one handed out (so a second free of it is a double free). */
-  unsigned n = vg_harden ? (ncache > LATE_REUSE ? ncache - LATE_REUSE : 0) : ncache;
+  unsigned n = harden_level() ? (ncache > LATE_REUSE ? ncache - LATE_REUSE : 0) : ncache;
   for (unsigned i = 0; i < n; i++) {
     struct large *c = &cache[i];
     if (room_of(c) < ulen || c->ulen / 4 > ulen) continue;
@@ -310,7 +310,7 @@ bool vg_large_free(void *p) {
   note_gone(e.user);
   live_bytes -= e.ulen;
   adjust_thresholds(e.ulen);
-  if (vg_harden >= HARDEN_QUARANTINE) {
+  if (harden_level() >= HARDEN_QUARANTINE) {
     vg_unlock(&vg_large_lock);
     bury(e);
     return true;

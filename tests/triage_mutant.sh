@@ -154,7 +154,7 @@ grep -q '^classification: sanitizer-only (asan)' "$zout" || bad "calloc-overzero
 # ASan's own stack (the lines right after its ERROR line), not vigil's
 # history of the block, which the report also shows.
 grep -A3 "^stack (the ASan build's report, host)" "$zout" | grep -A2 'ERROR: AddressSanitizer: use-after-poison' |
-  grep -qE 'in alloc_slow .*src/api\.c:[0-9]+' || bad "calloc-overzero: ASan's stack does not reach vigil's calloc in src/api.c"
+  grep -qE 'in alloc_any .*src/api\.c:[0-9]+' || bad "calloc-overzero: ASan's stack does not reach vigil's calloc in src/api.c"
 grep -q "^ *vigil: 0x[0-9a-f]* is 0 bytes after the live [0-9]*-byte block" "$zout" ||
   bad "calloc-overzero: the stack does not show vigil's history of the block"
 make -s -C "$ROOT" --no-print-directory "$BUILD/fuzz/replay-asan/api" >/dev/null 2>&1

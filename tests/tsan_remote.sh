@@ -9,7 +9,8 @@
 # $BUILD/tsan/, then:
 #   1. `tsan_stress remote`: 4 producer/consumer pairs, remote frees of
 #      16..2048-byte blocks, producers exiting with blocks in flight, trim and
-#      mallinfo2 on the side: must exit 0 with no TSan report;
+#      mallinfo2 on the side: must exit 0 with no TSan report; and the same
+#      at harden=1 and harden=2 (src/harden.c: other free paths);
 #   2. control: the same, built from a temporary copy of src/ whose heap.c has
 #      the push CAS's release and the drain exchange's acquire turned into
 #      relaxed: TSan MUST report a data race (else this test proves nothing);
@@ -96,6 +97,17 @@ if [ $rc -eq 0 ] && ! grep -q 'WARNING: ThreadSanitizer' "$log"; then
 else
   echo "FAIL: remote frees: exit $rc:"; report; grep -v '^ ' "$log" | grep -v '^==' | tail -5; fail=1
 fi
+
+# The same at the hardening levels whose frees take other paths: the
+# thread cache as a FIFO (1), the quarantine before it (2).
+for level in 1 2; do
+  VIGIL_OPTIONS=harden=$level tsan "remote-harden$level" "$out/tsan_stress" remote 40 3000
+  if [ $rc -eq 0 ] && ! grep -q 'WARNING: ThreadSanitizer' "$log"; then
+    echo "remote frees at harden=$level: clean"
+  else
+    echo "FAIL: remote frees at harden=$level: exit $rc:"; report; grep -v '^ ' "$log" | grep -v '^==' | tail -5; fail=1
+  fi
+done
 
 tsan control "$out/mutant/tsan_stress" remote 40 3000
 if grep -q 'WARNING: ThreadSanitizer: data race' "$log"; then

@@ -112,13 +112,18 @@ static void canary(void) {
 }
 
 /* ---- delayed reuse ----------------------------------------------------------- */
-static void df_after_reuse(size_t arg) {
-  unsigned level = (unsigned)(arg & 3);
-  size_t size = arg >> 2;
-  vg_harden_set(level);
-  char *p = vigil_malloc(size);
+/* In a child: arg is a size shifted left by 2, or'ed with a level, which is
+ * set; a block of that size is allocated and freed.  Returns it. */
+static char *freed_block(size_t arg) {
+  vg_harden_set((unsigned)(arg & 3));
+  char *p = vigil_malloc(arg >> 2);
   vigil_free(p);
-  char *q = vigil_malloc(size);
+  return p;
+}
+
+static void df_after_reuse(size_t arg) {
+  char *p = freed_block(arg);
+  char *q = vigil_malloc(arg >> 2);
   vigil_free(p); /* at level 0 this frees q */
   (void)q;
   _exit(0);
@@ -169,12 +174,8 @@ static void delay(void) {
 
 /* ---- fill ------------------------------------------------------------------- */
 static void write_after_free(size_t arg) {
-  unsigned level = (unsigned)(arg & 3);
-  size_t size = arg >> 2;
-  vg_harden_set(level);
-  char *p = vigil_malloc(size);
-  vigil_free(p);
-  p[size / 2] = 1; /* past the tag */
+  char *p = freed_block(arg);
+  p[(arg >> 2) / 2] = 1; /* past the tag */
   vg_harden_release_mine();
   _exit(0);
 }
