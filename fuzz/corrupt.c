@@ -110,9 +110,14 @@ static void corrupt(size_t index, struct model *m, void *ctx) {
       bool canary = vg_harden_canary_at(p), fits = off + len <= b->usable;
       b->p = NULL;
       vigil_free(p);
+      /* The tag is secret: a write may leave it as it was (1 in 256 for a
+       * byte), and then there is nothing to catch. */
+      uintptr_t tag = 0, now = 0;
+      if (canary) memcpy(&tag, p, sizeof tag);
       scribble(p + off, len, 0x41);
       if (pl->level >= 2 && b->large) undetected("use-after-free write to a large block");
-      pl->must_catch = (pl->level >= 1 && canary && off < sizeof(void *)) ||
+      if (canary) memcpy(&now, p, sizeof now);
+      pl->must_catch = (pl->level >= 1 && canary && now != tag) ||
                        (pl->level >= 3 && !b->large && fits && off + len > sizeof(void *));
       break;
     }
