@@ -134,7 +134,9 @@ static void *alloc_any(size_t n, size_t align, bool zero) {
  * A size the canary's room would push past VG_SMALL_MAX gets a one-page
  * span, which has none. */
 static void *alloc_hardened_cap(size_t n, size_t cap, size_t align, bool zero) {
-  size_t ask = cap <= VG_SMALL_MAX - VG_CANARY_ROOM ? cap + VG_CANARY_ROOM : n <= VG_SMALL_MAX ? n + VG_CANARY_ROOM : n;
+  size_t ask = n; /* past VG_SMALL_MAX: no canary */
+  if (cap <= VG_SMALL_MAX - VG_CANARY_ROOM) ask = cap + VG_CANARY_ROOM;
+  else if (n <= VG_SMALL_MAX) ask = n + VG_CANARY_ROOM;
   if (ask > VG_SMALL_MAX && n <= VG_SMALL_MAX && align <= VG_PAGE) {
     void *p = vg_span_alloc(n, align);
     if (p != NULL && zero) memset(p, 0, n);

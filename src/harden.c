@@ -99,23 +99,13 @@ static size_t release(void *p) {
     vg_span_unhold(pg);
     return size;
   }
-  struct block *b = p;
-  struct heap *h = vg_tl_heap;
-  unsigned cls = pg->cls;
-  if (h != NULL && h->tc_room[cls] != 0) {
-    /* Tagged as a thread cache's block is already: just linked in. */
-    blk_store(&b->rnext, encode(h->tc[cls], b));
-    h->tc[cls] = b;
-    h->tc_room[cls]--;
-  } else {
-    blk_store(&b->next, 0);
-    small_free(pg, p, V_CORRUPT_METADATA); /* its page */
-  }
+  blk_store(&((struct block *)p)->next, 0); /* untagged: a block being freed */
+  small_free(pg, p, V_CORRUPT_METADATA);      /* the thread cache, or its page */
   return size;
 }
 
-/* The block of the pool at i (or the FIFO's oldest when the pool is
- * empty) leaves; its place is free. */
+/* A random block of the pool, or the FIFO's oldest when the pool is
+ * empty, leaves the quarantine (the caller releases it). */
 static void *take_one(struct heap *h) {
   void *p;
   if (h->q_npool > 0) {
@@ -193,10 +183,7 @@ __attribute__((destructor)) static void check_at_exit(void) {
   for (unsigned i = 0; i < h->q_npool; i++) check(page_of(h->q_pool[i]), h->q_pool[i]);
   for (unsigned c = 0; c < VG_TC_CLASSES; c++) {
     unsigned n = 0; /* a cache holds at most 255: a longer chain is a forged loop */
-    for (struct block *b = h->tc[c]; b != NULL; b = decode(blk_load(&b->rnext), b)) {
-      struct page *pg = page_at(b);
-      if (++n > UINT8_MAX || pg == NULL || pg->kind != PK_SMALL || pg->cls != c || slot_index(pg, b) == UINT32_MAX || !remote_freed(b))
-        vg_fatal(V_WRITE_AFTER_FREE, b);
-    }
+    for (struct block *b = h->tc[c]; b != NULL; b = decode(blk_load(&b->rnext), b))
+      if (++n > UINT8_MAX || tc_entry(c, b) == NULL) vg_fatal(V_WRITE_AFTER_FREE, b);
   }
 }

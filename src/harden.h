@@ -94,9 +94,7 @@ static ALWAYS_INLINE size_t canary_check(const void *p, size_t bsize) {
 static ALWAYS_INLINE void tcq_free(struct heap *h, struct page *pg, struct block *b) {
   unsigned cls = pg->cls;
   if (unlikely(h->tc_room[cls] == 0)) {
-    uint32_t idx = slot_index(pg, b);
-    if (load_relaxed(&pg->owner) == h) heap_free_slot(h, pg, b, idx);
-    else vg_heap_free_remote(pg, b, idx);
+    free_to_page(h, pg, b, slot_index(pg, b));
     return;
   }
   blk_store(&b->next, remote_tag(b));

@@ -178,20 +178,16 @@ void vg_heap_free_remote(struct page *pg, struct block *b, uint32_t idx) {
   if (h->rb_n == VG_RB_MAX) vg_heap_flush_remote(h);
 }
 
-/* The first block of the class's thread cache goes back to its page: this
- * heap's, or its owner's through the remote batch. */
-void vg_heap_tc_evict(struct heap *h, unsigned cls) {
-  struct block *b = tc_pop(h, cls, h->tc[cls]);
-  struct page *pg = page_of(b);
-  uint32_t idx = slot_index(pg, b);
-  if (load_relaxed(&pg->owner) == h) heap_free_slot(h, pg, b, idx);
-  else vg_heap_free_remote(pg, b, idx);
-}
-
-/* Every cached block goes back: at thread exit, and for malloc_trim. */
+/* Each cached block goes back to its page: this heap's, or its owner's
+ * through the remote batch.  At thread exit, and for malloc_trim. */
 void vg_heap_tc_flush(struct heap *h) {
-  for (unsigned c = 0; c < VG_TC_CLASSES; c++)
-    while (h->tc[c] != NULL) vg_heap_tc_evict(h, c);
+  for (unsigned c = 0; c < VG_TC_CLASSES; c++) {
+    while (h->tc[c] != NULL) {
+      struct block *b = tc_pop(h, c, h->tc[c]);
+      struct page *pg = page_of(b);
+      free_to_page(h, pg, b, slot_index(pg, b));
+    }
+  }
 }
 
 /* Every entry is checked before its link is read: a slot of a small page,

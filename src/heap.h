@@ -48,12 +48,16 @@ static ALWAYS_INLINE struct page *page_of(const void *p) {
  * A cached block keeps its allocation bit and carries the remote tag, so a
  * second free, realloc or malloc_usable_size of it is a double free wherever
  * it is made.  Its link is the second word, encoded, and a pop checks the
- * block as the drain checks a remote entry, before it reads the link. */
-static ALWAYS_INLINE struct page *tc_check(unsigned cls, const struct block *b) {
+ * block as the drain checks a remote entry, before it reads the link.
+ * tc_entry gives b's page if b can be a cached block of class cls, else NULL. */
+static ALWAYS_INLINE struct page *tc_entry(unsigned cls, const struct block *b) {
   struct page *pg = page_at(b); /* a run of these classes is one page long: no tail */
-  if (unlikely(pg == NULL || pg->kind != PK_SMALL || pg->cls != cls || slot_index(pg, b) == UINT32_MAX ||
-               !remote_freed(b)))
-    vg_fatal(V_CORRUPT_FREELIST, b);
+  bool ok = pg != NULL && pg->kind == PK_SMALL && pg->cls == cls && slot_index(pg, b) != UINT32_MAX && remote_freed(b);
+  return ok ? pg : NULL;
+}
+static ALWAYS_INLINE struct page *tc_check(unsigned cls, const struct block *b) {
+  struct page *pg = tc_entry(cls, b);
+  if (unlikely(pg == NULL)) vg_fatal(V_CORRUPT_FREELIST, b);
   return pg;
 }
 
@@ -105,6 +109,13 @@ static ALWAYS_INLINE void *heap_alloc(struct heap *h, unsigned cls) {
   return heap_pop(pg, b);
 }
 
+/* A validated block, not tagged, back to its page: locally if this thread
+ * owns the page, else through the owner's remote list. */
+static ALWAYS_INLINE void free_to_page(struct heap *h, struct page *pg, struct block *b, uint32_t idx) {
+  if (likely(h != NULL && load_relaxed(&pg->owner) == h)) heap_free_local(h, pg, b, idx);
+  else vg_heap_free_remote(pg, b, idx);
+}
+
 /* Free a block of a small page: into the thread cache while it has room,
  * else locally if this thread owns the page, else through the owner's remote
  * list. */
@@ -124,8 +135,7 @@ static ALWAYS_INLINE void small_free(struct page *pg, void *p, enum violation ba
     h->tc_room[cls]--;
     return;
   }
-  if (likely(h != NULL && load_relaxed(&pg->owner) == h)) heap_free_local(h, pg, b, idx);
-  else vg_heap_free_remote(pg, b, idx);
+  free_to_page(h, pg, b, idx);
 }
 
 #endif

@@ -196,7 +196,7 @@ enum violation {
   V_WRONG_DELETE_ALIGN, /* C++ aligned delete */
   V_NO_CXX_RUNTIME,     /* operator new failed, and no C++ runtime to throw */
   V_OVERFLOW,           /* a small block's canary is broken (harden >= 1) */
-  V_WRITE_AFTER_FREE,   /* a quarantined block was written (harden >= 2) */
+  V_WRITE_AFTER_FREE,   /* a block held back from reuse was written (harden >= 1) */
   V_COUNT
 };
 _Noreturn void vg_fatal(enum violation v, const void *p) HIDDEN;
@@ -256,7 +256,7 @@ struct heap {
   unsigned rb_n;
   struct block *rb[VG_RB_MAX];
   struct arena *arena;
-  /* The quarantine (harden.c, harden >= 2): a FIFO, then a random pool. */
+  /* The quarantine (harden.c): a FIFO, then at harden >= 2 a random pool. */
   void *q_fifo[VG_QFIFO];
   void *q_pool[VG_QPOOL];
   unsigned q_head, q_nfifo, q_npool;
@@ -277,7 +277,6 @@ void vg_heap_free_remote(struct page *pg, struct block *b, uint32_t idx) HIDDEN;
 void vg_heap_free_remote_now(struct page *pg, struct block *b) HIDDEN;           /* not batched */
 void vg_heap_flush_remote(struct heap *h) HIDDEN; /* push this thread's batch */
 void vg_heap_tc_flush(struct heap *h) HIDDEN;     /* empty the thread cache into the pages */
-void vg_heap_tc_evict(struct heap *h, unsigned cls) HIDDEN; /* its first block, into its page */
 void vg_heap_tc_size(struct heap *h) HIDDEN;      /* of an empty cache, at the level in force */
 void vg_heap_drain(struct heap *h) HIDDEN;
 void vg_heap_abandon(struct heap *h) HIDDEN;
