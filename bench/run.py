@@ -10,7 +10,8 @@ allocators rotates by one each run. Reported numbers are medians.
 
 Environment: RUNS (runs per workload and allocator; default 5, 3 with
 --quick), BUILD (build directory; default build), ALLOCATORS (comma list to
-restrict, e.g. glibc,vigil).
+restrict, e.g. glibc,vigil), HARDEN (e.g. 1,2,3: vigil at those levels too,
+as vigil-h1...), VIGIL_BASE (another libvigil.so, as vigil-base: an A/B).
 
 Writes bench/results/latest.{md,csv,png} (quick.{md,csv,png} with --quick,
 NAME.{md,csv,png} with --name NAME).
@@ -168,6 +169,13 @@ def discover_allocators(build):
             found.append(("vigil-h" + lvl, vigil, "(this tree) harden=" + lvl, (rev or "?") + ("+dirty" if dirty else "")))
     else:
         notes.append("vigil: %s is missing (build it with `make`); skipped" % vigil)
+    # VIGIL_BASE=path/libvigil.so: another build (say, of the previous
+    # commit) as vigil-base, for an A/B in the same run.
+    base = os.environ.get("VIGIL_BASE", "").strip()
+    if base and os.path.isfile(base):
+        found.append(("vigil-base", os.path.abspath(base), "(VIGIL_BASE)", "?"))
+    elif base:
+        notes.append("vigil-base: VIGIL_BASE=%s is not a file; skipped" % base)
     others = [
         ("jemalloc", "libjemalloc2", "libjemalloc.so.2",
          [d + "/libjemalloc.so.2" for d in libdirs]),

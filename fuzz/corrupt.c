@@ -10,21 +10,18 @@
  * end (no overlapping, duplicate or foreign pointer), unless the level
  * promises to catch the corruption: then only an abort or a guard will do.
  * Anything else, a hang included, is a failure.  What each level promises:
+ *   >= 0  a double free after reuse (the block just freed is held back)
  *   >= 1  an overflow past a small block (its canary, checked at the
- *         block's next free, realloc or at the program's end); a double
- *         free after reuse (the quarantine); a use-after-free write over a
- *         small block's first word (its tag, checked when the quarantine
- *         lets the block go, or at the end)
+ *         block's next free, realloc or at the program's end); a
+ *         use-after-free write over a small block's first word (its tag,
+ *         checked when the quarantine lets the block go, or at the end)
  *   >= 2  a use-after-free write to a large block (it faults)
  *   >= 3  a use-after-free write anywhere in a small block or a span past
  *         its first word (the fill, checked as for the tag)
- * The sanitizer builds run at level 0 (vg_harden_set says so), where a
- * double free after reuse cannot be told from a free of the new block: the
- * case then runs the program without the corruption.
+ * The sanitizer builds run at level 0 (vg_harden_set says so).
  *
  * Input: byte 0 picks the corruption (its value modulo KINDS) and the level
- * (its value divided by KINDS, modulo 4; a double free after reuse runs at
- * 1 at least), byte 1 the op index at which it happens, byte 2 its
+ * (its value divided by KINDS, modulo 4), byte 1 the op index at which it happens, byte 2 its
  * size/offset, byte 3 the slot; the rest is a program. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -146,7 +143,6 @@ static void corrupt(size_t index, struct model *m, void *ctx) {
       undetected("double free across threads");
     }
     case DF_AFTER_REUSE: {
-      if (pl->level == 0) break; /* see the top */
       b->p = NULL;
       vigil_free(p);
       void *q = vigil_malloc(b->req);
@@ -172,7 +168,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   size_t head = prog_header_len("corrupt", data, size);
   if (head < 4) return 0;
   struct plan pl = {data[0] % KINDS, data[1], data[2], data[3], data[0] / KINDS % 4, 0, 0};
-  if (pl.kind == DF_AFTER_REUSE && pl.level == 0) pl.level = 1;
   size_t n = prog_decode(data + head, size - head, ops, PROG_MAX_OPS, NULL);
   if (n) pl.at %= n;
   int fds[2];

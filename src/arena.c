@@ -354,9 +354,10 @@ void vg_heap_pool_put(struct heap *h) {
 }
 
 /* The thread cache's size, for an empty cache: tcache_count blocks per
- * class, and at harden = 1 the newest blocks it holds back (harden.h). */
+ * class, besides the newest ones it holds back: its first (heap.h), or at
+ * harden = 1 VG_QFIFO_CANARY (harden.h). */
 void vg_heap_tc_size(struct heap *h) {
-  size_t cap = vg_option(OPT_tcache_count), hold = harden_level() == HARDEN_CANARY ? VG_QFIFO_CANARY : 0;
+  size_t cap = vg_option(OPT_tcache_count), hold = harden_level() == HARDEN_CANARY ? VG_QFIFO_CANARY : 1;
   if (cap + hold > UINT8_MAX) cap = UINT8_MAX - hold;
   for (unsigned c = 0; c < VG_NCLASSES; c++) h->tc_room[c] = c < VG_TC_CLASSES ? (uint8_t)(cap + hold) : 0;
   h->tc_pop_below = (unsigned)cap;

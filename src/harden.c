@@ -121,10 +121,14 @@ static void *take_one(struct heap *h) {
 }
 
 /* Blocks held at each level: the FIFO's depth and the pool's size. */
-static inline unsigned fifo_cap(void) { return harden_level() >= HARDEN_QUARANTINE ? VG_QFIFO : VG_QFIFO_CANARY; }
+static inline unsigned fifo_cap(void) {
+  static const unsigned depth[] = {VG_QFIFO_BASE, VG_QFIFO_CANARY, VG_QFIFO, VG_QFIFO};
+  return depth[harden_level()];
+}
 static inline unsigned pool_cap(void) { return harden_level() >= HARDEN_QUARANTINE ? VG_QPOOL : 0; }
 
-/* free at level 1 and up, of a validated live small block or span. */
+/* free of a validated live small block or span that is held back: at
+ * level 0 one above 1 KiB or a span, at level 1 and up any. */
 void vg_quarantine_put(struct heap *h, struct page *pg, void *p) {
   size_t size = pg->bsize;
   if (pg->kind == PK_SPAN) {
@@ -159,6 +163,12 @@ void vg_quarantine_put(struct heap *h, struct page *pg, void *p) {
   while (h->q_bytes > cap && h->q_nfifo + h->q_npool > 1) h->q_bytes -= release(take_one(h));
 }
 
+/* The i-th block h holds, i < q_nfifo + q_npool: the FIFO's, then the
+ * pool's. */
+void *vg_quarantine_at(const struct heap *h, unsigned i) {
+  return i < h->q_nfifo ? h->q_fifo[(h->q_head + i) % VG_QFIFO] : h->q_pool[i - h->q_nfifo];
+}
+
 /* Thread exit and malloc_trim: everything held goes. */
 void vg_quarantine_flush(struct heap *h) {
   while (h->q_nfifo + h->q_npool > 0) h->q_bytes -= release(take_one(h));
@@ -176,11 +186,10 @@ static void check(struct page *pg, void *p) {
 __attribute__((destructor)) static void check_at_exit(void) {
   struct heap *h = vg_tl_heap;
   if (!harden_level() || h == NULL || load_relaxed(&vg_unusable)) return;
-  for (unsigned i = 0; i < h->q_nfifo; i++) {
-    void *p = h->q_fifo[(h->q_head + i) % VG_QFIFO];
+  for (unsigned i = 0; i < h->q_nfifo + h->q_npool; i++) {
+    void *p = vg_quarantine_at(h, i);
     check(page_of(p), p);
   }
-  for (unsigned i = 0; i < h->q_npool; i++) check(page_of(h->q_pool[i]), h->q_pool[i]);
   for (unsigned c = 0; c < VG_TC_CLASSES; c++) {
     unsigned n = 0; /* a cache holds at most 255: a longer chain is a forged loop */
     for (struct block *b = h->tc[c]; b != NULL; b = decode(blk_load(&b->rnext), b))

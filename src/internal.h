@@ -234,6 +234,7 @@ static_assert(VG_PAGE / 1024u >= 8u, "a run of a thread-cache class is one page 
 enum heap_state { HEAP_FREE, HEAP_LIVE, HEAP_ORPHANED };
 #define VG_QFIFO 32u       /* the quarantine's FIFO at harden >= 2 (harden.c) */
 #define VG_QFIFO_CANARY 8u /* ... and at harden = 1 */
+#define VG_QFIFO_BASE 1u   /* ... and at 0, for blocks above 1 KiB and spans */
 #define VG_QPOOL 64u       /* its random pool, harden >= 2 */
 
 struct heap {
@@ -378,6 +379,7 @@ void vg_harden_init(void) HIDDEN;
 #define VG_CANARY_ROOM 4u
 void vg_quarantine_put(struct heap *h, struct page *pg, void *p) HIDDEN;
 void vg_quarantine_flush(struct heap *h) HIDDEN;
+void *vg_quarantine_at(const struct heap *h, unsigned i) HIDDEN;
 /* For the fuzzers (fuzz/corrupt.c): set the level where no block is live
  * (returns the level in force), whether p carries a canary, and release
  * (so check) what the calling thread's quarantine holds. */

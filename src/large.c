@@ -138,9 +138,11 @@ static bool cache_take(size_t ulen, struct large *out) {
   vg_lock(&vg_large_lock);
   int best = -1;
   size_t best_off = SIZE_MAX;
-  /* At harden >= 1 the LATE_REUSE newest stay: a block freed is not the
-   * next one handed out (so a second free of it is a double free). */
-  unsigned n = harden_level() ? (ncache > LATE_REUSE ? ncache - LATE_REUSE : 0) : ncache;
+  /* The newest stays (the LATE_REUSE newest at harden >= 1): a block
+   * freed is not the next one handed out, so a second free of it is a
+   * double free. */
+  unsigned late = harden_level() ? LATE_REUSE : 1;
+  unsigned n = ncache > late ? ncache - late : 0;
   for (unsigned i = 0; i < n; i++) {
     struct large *c = &cache[i];
     if (room_of(c) < ulen || c->ulen / 4 > ulen) continue;

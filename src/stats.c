@@ -46,21 +46,28 @@ static void add_arena(struct arena *a, struct totals *t) {
   }
 }
 
-/* Blocks in the calling thread's cache are free to it, so they count as
- * free here.  Other threads' caches cannot be read safely, so their blocks
- * count as in use, as glibc counts the chunks in its tcaches. */
+/* A small block the calling thread holds freed, still marked allocated. */
+static void count_free(struct totals *t, struct page *pg, unsigned only) {
+  if (only != UINT32_MAX && segment_of_page(pg)->arena->index != only) return;
+  t->small_used -= pg->bsize;
+  t->small_free += pg->bsize;
+  t->free_slots++;
+  t->class_free[pg->cls]++;
+}
+
+/* Blocks in the calling thread's cache and quarantine (harden.c; a held
+ * span counts as free already) are free to it, so they count as free here.
+ * Other threads' cannot be read safely, so their blocks count as in use,
+ * as glibc counts the chunks in its tcaches. */
 static void own_cache(struct totals *t, unsigned only) {
   struct heap *h = vg_tl_heap;
   if (h == NULL) return;
-  for (unsigned c = 0; c < VG_TC_CLASSES; c++) {
-    for (struct block *b = h->tc[c]; b != NULL; b = decode(blk_load(&b->rnext), b)) {
-      struct page *pg = tc_check(c, b); /* as a pop would, before the link is read */
-      if (only != UINT32_MAX && segment_of_page(pg)->arena->index != only) continue;
-      t->small_used -= pg->bsize;
-      t->small_free += pg->bsize;
-      t->free_slots++;
-      t->class_free[c]++;
-    }
+  for (unsigned c = 0; c < VG_TC_CLASSES; c++)
+    for (struct block *b = h->tc[c]; b != NULL; b = decode(blk_load(&b->rnext), b))
+      count_free(t, tc_check(c, b), only); /* checked as a pop would, before the link is read */
+  for (unsigned i = 0; i < h->q_nfifo + h->q_npool; i++) {
+    struct page *pg = page_of(vg_quarantine_at(h, i));
+    if (pg->kind == PK_SMALL) count_free(t, pg, only);
   }
 }
 

@@ -6,7 +6,8 @@
  *               order a byte with its top bit set then a zero; a 1-byte
  *               overflow fatal at free, realloc and malloc_usable_size; a
  *               realloc in place moves the canary; malloc(0) traps byte 0
- *   delay       at 1 the thread cache hands a freed block out only behind 8
+ *   delay       at 0 the block just freed is not the next one handed out;
+ *               at 1 the thread cache hands a freed block out only behind 8
  *               others; at 2 a quarantine of at most 96 blocks and the
  *               `quarantine` tunable's bytes; a double free after reuse
  *   fill        at 3 a write anywhere past the tag is fatal when the block
@@ -124,9 +125,20 @@ static char *freed_block(size_t arg) {
 static void df_after_reuse(size_t arg) {
   char *p = freed_block(arg);
   char *q = vigil_malloc(arg >> 2);
-  vigil_free(p); /* at level 0 this frees q */
+  vigil_free(p); /* q if the block just freed came straight back */
   (void)q;
   _exit(0);
+}
+
+/* The same with one more block freed between: level 0 holds back only the
+ * newest, so q is p there, and its second free goes unseen (exit 0 only if
+ * q really is p); level 1 and up hold more. */
+static void df_behind_one(size_t arg) {
+  char *p = freed_block(arg);
+  vigil_free(vigil_malloc(arg >> 2));
+  char *q = vigil_malloc(arg >> 2);
+  vigil_free(p);
+  _exit(q == p ? 0 : 3);
 }
 
 static void delay(void) {
@@ -160,14 +172,20 @@ static void delay(void) {
   vg_harden_set(HARDEN_BASE);
   CHECK(h->q_nfifo + h->q_npool == 0 && h->q_bytes == 0, "setting a level empties the quarantine");
 
-  size_t sizes[] = {24, 1000, 4000, 200000};
+  /* The block just freed is never the next one of its size handed out, at
+   * any level: tiny and small (the thread cache), above 1 KiB, a span, a
+   * large block. */
+  size_t sizes[] = {24, 1000, 4000, 200000, (size_t)8 << 20};
   for (int level = 0; level <= 3; level++) {
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
       char what[96];
-      snprintf(what, sizeof what, "double free after reuse, %zu bytes, harden=%d", sizes[i], level);
       size_t arg = sizes[i] << 2 | (size_t)level;
-      if (level) die_with(df_after_reuse, arg, "vigil: double free at 0x", what);
-      else live_through(df_after_reuse, arg, what);
+      snprintf(what, sizeof what, "double free after reuse, %zu bytes, harden=%d", sizes[i], level);
+      die_with(df_after_reuse, arg, "vigil: double free at 0x", what);
+      snprintf(what, sizeof what, "double free after reuse behind one more free, %zu bytes, harden=%d", sizes[i],
+               level);
+      if (level) die_with(df_behind_one, arg, "vigil: double free at 0x", what);
+      else live_through(df_behind_one, arg, what);
     }
   }
 }
