@@ -200,12 +200,10 @@ static NOINLINE void free_slow(void *p, struct page *pg) {
   }
 }
 
-/* free of a block held back from reuse: at harden = 0 one above 1 KiB or
- * a span (the thread cache's own order holds the rest back, heap.h); at
- * harden >= 1 any, after a small block's canary is checked.  It waits in
- * the thread cache at level 1 (harden.h), or else in the thread's
- * quarantine (harden.c). */
-static NOINLINE void free_held(void *p, struct page *pg) {
+/* free at harden >= 1: a small block's canary is checked; the block is held
+ * back from reuse, in the thread cache at level 1 (harden.h) or else in the
+ * thread's quarantine (harden.c), as is a span. */
+static NOINLINE void free_hardened(void *p, struct page *pg) {
   bool small = pg != NULL && pg->kind == PK_SMALL;
   struct heap *h = vg_tl_heap;
   if (likely(small && h != NULL)) {
@@ -236,10 +234,9 @@ void vigil_free(void *p) {
     memset(p, (int)perturb_byte(), n);
   }
   note_free(p);
-  if (likely(!harden_level() && pg != NULL && pg->kind == PK_SMALL && pg->cls < VG_TC_CLASSES))
-    small_free(pg, p, V_INVALID_POINTER);
-  else
-    free_held(p, pg);
+  if (unlikely(harden_level())) free_hardened(p, pg);
+  else if (likely(pg != NULL && pg->kind == PK_SMALL)) small_free(pg, p, V_INVALID_POINTER);
+  else free_slow(p, pg);
   LEAVE();
 }
 

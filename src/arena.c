@@ -212,6 +212,7 @@ void vg_arena_abandon_page(struct page *pg) {
  * 17195's fixed loop) then takes no lock at all.  The rest go back to the
  * arena (owner = SPAN_FREED until the run is reused). */
 #define SPAN_FREED ((struct heap *)1)
+#define SPAN_HELD ((struct heap *)2) /* held back (vg_span_free) or quarantined (harden.c) */
 #define SPAN_CACHE_BYTES ((size_t)1 << 20)
 
 void *vg_span_alloc(size_t size, size_t align) {
@@ -288,15 +289,17 @@ static void span_release(struct page *pg) {
   vg_unlock(&a->lock);
 }
 
-void vg_span_free(struct page *pg) {
-  struct heap *h = vg_tl_heap, *none = NULL;
+/* A span whose owner is `was` (NULL: live; SPAN_HELD) is freed, with one
+ * CAS; any other owner is fatal, as `bad`. */
+static void span_free_from(struct page *pg, struct heap *was, enum violation bad) {
+  struct heap *h = vg_tl_heap;
   /* A trim threshold the user set bounds what is kept, too. */
   size_t cap = SPAN_CACHE_BYTES;
   if (load_relaxed(&vg_opt_thresholds_fixed) && vg_trim_threshold() < cap) cap = vg_trim_threshold();
   bool keep = h != NULL && h->nspans < VG_SPAN_CACHE && h->span_bytes + pg->bsize <= cap;
-  if (!atomic_compare_exchange_strong_explicit(&pg->owner, &none, keep ? h : SPAN_FREED, memory_order_relaxed,
+  if (!atomic_compare_exchange_strong_explicit(&pg->owner, &was, keep ? h : SPAN_FREED, memory_order_relaxed,
                                                memory_order_relaxed))
-    vg_fatal(V_DOUBLE_FREE, pg->start);
+    vg_fatal(bad, pg->start);
   if (keep) {
     h->spans[h->nspans++] = pg;
     h->span_bytes += pg->bsize;
@@ -304,9 +307,28 @@ void vg_span_free(struct page *pg) {
     span_release(pg);
   }
 }
+/* free of a live span: it is held back (owner SPAN_HELD, claimed with one
+ * CAS, so a second free is a double free) in place of the heap's previous
+ * one, which is freed for real.  So the span just freed is not the next
+ * one handed out: a free, a malloc of the same size and a second free of
+ * the pointer would free the new owner's span. */
+void vg_span_free(struct page *pg) {
+  struct heap *h = vg_tl_heap;
+  if (h == NULL) {
+    span_free_from(pg, NULL, V_DOUBLE_FREE);
+    return;
+  }
+  vg_span_hold(pg);
+  struct page *old = h->span_held;
+  h->span_held = pg;
+  if (old != NULL) vg_span_unhold(old);
+}
 
-/* Thread exit and malloc_trim: the heap's kept spans go back. */
+/* Thread exit and malloc_trim: the heap's held and kept spans go back. */
 void vg_span_cache_flush(struct heap *h) {
+  struct page *held = h->span_held;
+  h->span_held = NULL;
+  if (held != NULL) vg_span_unhold(held);
   while (h->nspans > 0) {
     struct page *pg = h->spans[--h->nspans];
     h->span_bytes -= pg->bsize;
@@ -319,18 +341,13 @@ bool vg_span_is_free(const struct page *pg) { return load_relaxed(&pg->owner) !=
 
 /* The quarantine (harden.c) holds a freed span: marked as not live, so a
  * second free is a double free, but not yet anyone's to reuse. */
-#define SPAN_HELD ((struct heap *)2)
 void vg_span_hold(struct page *pg) {
   struct heap *none = NULL;
   if (!atomic_compare_exchange_strong_explicit(&pg->owner, &none, SPAN_HELD, memory_order_relaxed,
                                                memory_order_relaxed))
     vg_fatal(V_DOUBLE_FREE, pg->start);
 }
-void vg_span_unhold(struct page *pg) {
-  if (load_relaxed(&pg->owner) != SPAN_HELD) vg_fatal(V_CORRUPT_METADATA, pg->start);
-  store_relaxed(&pg->owner, NULL);
-  vg_span_free(pg);
-}
+void vg_span_unhold(struct page *pg) { span_free_from(pg, SPAN_HELD, V_CORRUPT_METADATA); }
 
 /* ---- the heap pool ---------------------------------------------------------- */
 struct vg_lock vg_heap_pool_lock = VG_LOCK_INIT;
@@ -354,10 +371,9 @@ void vg_heap_pool_put(struct heap *h) {
 }
 
 /* The thread cache's size, for an empty cache: tcache_count blocks per
- * class, besides the newest ones it holds back: its first (heap.h), or at
- * harden = 1 VG_QFIFO_CANARY (harden.h). */
+ * class, and at harden = 1 the newest blocks it holds back (harden.h). */
 void vg_heap_tc_size(struct heap *h) {
-  size_t cap = vg_option(OPT_tcache_count), hold = harden_level() == HARDEN_CANARY ? VG_QFIFO_CANARY : 1;
+  size_t cap = vg_option(OPT_tcache_count), hold = harden_level() == HARDEN_CANARY ? VG_QFIFO_CANARY : 0;
   if (cap + hold > UINT8_MAX) cap = UINT8_MAX - hold;
   for (unsigned c = 0; c < VG_NCLASSES; c++) h->tc_room[c] = c < VG_TC_CLASSES ? (uint8_t)(cap + hold) : 0;
   h->tc_pop_below = (unsigned)cap;
@@ -374,7 +390,7 @@ static struct heap *heap_new(void) {
   }
   if (h != NULL) {
     for (unsigned c = 0; c < VG_NCLASSES; c++) {
-      h->tc[c] = NULL;
+      h->tc[c] = h->tc_last[c] = NULL;
       h->cur[c] = &vg_empty_page;
       h->avail[c] = NULL;
       h->spare[c] = NULL;
@@ -387,6 +403,7 @@ static struct heap *heap_new(void) {
     h->q_bytes = 0;
     h->nspans = 0;
     h->span_bytes = 0;
+    h->span_held = NULL;
     h->next_free = NULL;
     store_relaxed(&h->remote, 0);
     h->arena = arena_pick_locked();

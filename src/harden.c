@@ -121,14 +121,10 @@ static void *take_one(struct heap *h) {
 }
 
 /* Blocks held at each level: the FIFO's depth and the pool's size. */
-static inline unsigned fifo_cap(void) {
-  static const unsigned depth[] = {VG_QFIFO_BASE, VG_QFIFO_CANARY, VG_QFIFO, VG_QFIFO};
-  return depth[harden_level()];
-}
+static inline unsigned fifo_cap(void) { return harden_level() >= HARDEN_QUARANTINE ? VG_QFIFO : VG_QFIFO_CANARY; }
 static inline unsigned pool_cap(void) { return harden_level() >= HARDEN_QUARANTINE ? VG_QPOOL : 0; }
 
-/* free of a validated live small block or span that is held back: at
- * level 0 one above 1 KiB or a span, at level 1 and up any. */
+/* free at level 1 and up, of a validated live small block or span. */
 void vg_quarantine_put(struct heap *h, struct page *pg, void *p) {
   size_t size = pg->bsize;
   if (pg->kind == PK_SPAN) {

@@ -120,6 +120,20 @@ void *vg_heap_alloc_slow(struct heap *h, unsigned cls) {
   return heap_pop(pg, pg->free);
 }
 
+/* malloc of class cls when the block it would hand out, the current page's
+ * first, is the class's last freed one (heap_alloc steps past the thread
+ * cache's itself): that block steps aside while the next one is taken,
+ * then goes back where it was.  Once: it may be the one after (so a run of
+ * mallocs with no free between does not pay this each time). */
+void *vg_heap_alloc_past(struct heap *h, unsigned cls) {
+  h->tc_last[cls] = NULL;
+  struct page *pg = h->cur[cls];
+  struct block *b = heap_pop(pg, pg->free);
+  void *q = heap_alloc(h, cls); /* the page's next block, or another page's */
+  heap_free_slot(h, pg, b, slot_index(pg, b));
+  return q;
+}
+
 /* Push the chain first..last, linked through rnext, on o's remote stack;
  * false when o is closed. */
 static bool remote_push(struct heap *o, struct block *first, struct block *last) {

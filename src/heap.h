@@ -99,33 +99,32 @@ static ALWAYS_INLINE void heap_free_local(struct heap *h, struct page *pg, struc
   heap_free_slot(h, pg, b, idx);
 }
 
-/* The cache's second block, unlinked from behind its first: the first,
- * the newest block freed, is never the next one handed out (a free, a
- * malloc of the same size and a second free of the pointer would free the
- * new owner's block).  b is checked before its link is read, as tc_pop's. */
-static ALWAYS_INLINE void *tc_pop_second(struct heap *h, unsigned cls, struct block *first, struct block *b) {
-  /* first is the cache's own pointer; its tag is checked as a pop would,
-   * so a write after free to it is seen at the next malloc too. */
-  if (unlikely(!remote_freed(first))) vg_fatal(V_CORRUPT_FREELIST, first);
-  (void)tc_check(cls, b);
-  blk_store(&first->rnext, encode(decode(blk_load(&b->rnext), b), first));
-  h->tc_room[cls]++;
-  blk_store(&b->next, 0);
-  return b;
-}
+void *vg_heap_alloc_past(struct heap *h, unsigned cls) HIDDEN;
 
-/* malloc of class cls: the thread cache's second block, else the current
- * page's free list. */
+/* malloc of class cls: the thread cache, else the current page's free list.
+ * Never the block of the class this thread freed last (tc_last): a free, a
+ * malloc of the same size and a second free of the pointer would free the
+ * new owner's block; this way the second free is a double free. */
 static ALWAYS_INLINE void *heap_alloc(struct heap *h, unsigned cls) {
-  struct block *first = h->tc[cls];
-  if (first != NULL) {
-    struct block *b = decode(blk_load(&first->rnext), first);
-    if (b != NULL) return tc_pop_second(h, cls, first, b);
+  struct block *b = h->tc[cls];
+  if (b != NULL) {
+    if (likely(b != h->tc_last[cls])) return tc_pop(h, cls, b);
+    /* Once past it: its successor, unlinked from behind it (checked first,
+     * as tc_pop checks), else a page's block. */
+    h->tc_last[cls] = NULL;
+    struct block *second = decode(blk_load(&b->rnext), b);
+    if (second != NULL) {
+      (void)tc_check(cls, second);
+      blk_store(&b->rnext, blk_load(&second->rnext) ^ (((uintptr_t)second ^ (uintptr_t)b) >> 12));
+      h->tc_room[cls]++;
+      blk_store(&second->next, 0);
+      return second;
+    }
   }
   struct page *pg = h->cur[cls];
-  struct block *b = pg->free;
+  b = pg->free;
   if (unlikely(b == NULL)) return vg_heap_alloc_slow(h, cls);
-  return heap_pop(pg, b);
+  return likely(b != h->tc_last[cls]) ? heap_pop(pg, b) : vg_heap_alloc_past(h, cls);
 }
 
 /* A validated block, not tagged, back to its page: locally if this thread
@@ -135,41 +134,27 @@ static ALWAYS_INLINE void free_to_page(struct heap *h, struct page *pg, struct b
   else vg_heap_free_remote(pg, b, idx);
 }
 
-/* A full cache: the tagged block b takes the place of the cache's first
- * (so the newest block freed is still the one held back), which is checked
- * as a pop would check it and returned, untagged, for its page. */
-static ALWAYS_INLINE struct block *tc_replace_first(struct heap *h, unsigned cls, struct block *b) {
-  struct block *first = h->tc[cls];
-  if (unlikely(!remote_freed(first))) vg_fatal(V_CORRUPT_FREELIST, first);
-  blk_store(&b->rnext, encode(decode(blk_load(&first->rnext), first), b));
-  h->tc[cls] = b;
-  blk_store(&first->next, 0);
-  return first;
-}
-
-/* Free a block of a small page: into the thread cache (a full one gives up
- * its first block instead), else locally if this thread owns the page, else
- * through the owner's remote list. */
+/* Free a block of a small page: into the thread cache while it has room,
+ * else locally if this thread owns the page, else through the owner's remote
+ * list.  It is the class's last freed block (heap_alloc). */
 static ALWAYS_INLINE void small_free(struct page *pg, void *p, enum violation bad) {
   uint32_t idx = slot_index(pg, p);
   if (unlikely(idx == UINT32_MAX)) vg_fatal(bad, p);
   struct heap *h = vg_tl_heap;
   struct block *b = p;
   unsigned cls = pg->cls;
-  if (likely(h != NULL) && (h->tc_room[cls] != 0 || h->tc[cls] != NULL)) {
-    /* Freed already: by some thread (the tag), or into its page (the bit). */
-    if (unlikely(remote_freed(b) || !(bits_load(&pg->bits[idx / 64]) & slot_bit(idx))))
-      vg_fatal(remote_freed(b) ? V_DOUBLE_FREE : slot_clear_why(pg, idx), b);
-    blk_store(&b->next, remote_tag(b));
+  if (likely(h != NULL)) {
+    h->tc_last[cls] = b;
     if (likely(h->tc_room[cls] != 0)) {
+      /* Freed already: by some thread (the tag), or into its page (the bit). */
+      if (unlikely(remote_freed(b) || !(bits_load(&pg->bits[idx / 64]) & slot_bit(idx))))
+        vg_fatal(remote_freed(b) ? V_DOUBLE_FREE : slot_clear_why(pg, idx), b);
+      blk_store(&b->next, remote_tag(b));
       blk_store(&b->rnext, encode(h->tc[cls], b));
       h->tc[cls] = b;
       h->tc_room[cls]--;
       return;
     }
-    b = tc_replace_first(h, cls, b);
-    pg = page_of(b);
-    idx = slot_index(pg, b);
   }
   free_to_page(h, pg, b, idx);
 }

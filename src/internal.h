@@ -234,12 +234,12 @@ static_assert(VG_PAGE / 1024u >= 8u, "a run of a thread-cache class is one page 
 enum heap_state { HEAP_FREE, HEAP_LIVE, HEAP_ORPHANED };
 #define VG_QFIFO 32u       /* the quarantine's FIFO at harden >= 2 (harden.c) */
 #define VG_QFIFO_CANARY 8u /* ... and at harden = 1 */
-#define VG_QFIFO_BASE 1u   /* ... and at 0, for blocks above 1 KiB and spans */
 #define VG_QPOOL 64u       /* its random pool, harden >= 2 */
 
 struct heap {
   struct block *tc[VG_NCLASSES];   /* thread cache: freed blocks of any heap, tagged (heap.h) */
   uint8_t tc_room[VG_NCLASSES];    /* blocks tc[c] may still take; 0 above VG_TC_CLASSES */
+  struct block *tc_last[VG_NCLASSES]; /* the block of the class this thread freed last (heap.h) */
   /* harden = 1 (harden.h): the cache is a FIFO, with its last block here,
    * and a class's first block is handed out only while tc_room is below
    * tc_pop_below: the newest VG_QFIFO_CANARY blocks stay. */
@@ -250,6 +250,7 @@ struct heap {
   struct page *full;               /* pages with no room; any class */
   struct page *spare[VG_NCLASSES]; /* an empty page kept for reuse (if still empty) */
   struct page *spans[VG_SPAN_CACHE]; /* freed spans kept for reuse (arena.c) */
+  struct page *span_held;            /* the newest span freed, not reusable yet (arena.c) */
   unsigned nspans;
   size_t span_bytes;
   _Atomic uintptr_t remote;        /* blocks freed by other threads; VG_REMOTE_CLOSED once abandoned */

@@ -3,13 +3,13 @@
  * blocks a class; the rest go home through the owner's remote list, and at
  * thread exit the cache empties into the pages.
  *
- * The newest block freed stays the cache's head and is never the next one
- * handed out (a full cache gives up its old head instead), so a double free
- * after a malloc of the same size is still a double free.
+ * The block of a class freed last is not the next one handed out (the cache
+ * or the page steps past it once), so a double free after a malloc of the
+ * same size is still a double free.
  *
  * The program runs twice: as itself (default options), and again as a child
  * with VIGIL_OPTIONS=tcache_count=0, where the same steps must show the
- * cache off (it holds only the newest block).  So the reuse check is shown
+ * cache off.  So the reuse check is shown
  * to depend on the cache. */
 #include <pthread.h>
 #include <stdint.h>
@@ -33,7 +33,7 @@ static void *reuse(void *arg) {
   vigil_free(vigil_malloc(SIZE)); /* the thread's heap exists from its first malloc */
   void *own = vigil_malloc(SIZE);
   vigil_free(p);
-  vigil_free(own); /* the newest block freed is held back (heap.h): p is next */
+  vigil_free(own); /* the block freed last is not the next one (heap.h): p is */
   void *q = vigil_malloc(SIZE);
   if (cache_on) CHECK(q == p, "a freed foreign block was not reused: freed %p, got %p", p, q);
   else CHECK(q != p, "tcache_count=0, yet a foreign block came back: %p", p);
@@ -75,13 +75,12 @@ static void run(void) {
   unsigned cls = size_class(SIZE);
   void *r = vigil_malloc(SIZE);
   vigil_free(r);
-  /* The newest block freed is the head even with the cache off: held back,
-   * never handed out from there. */
-  CHECK(h->tc[cls] == r, "after a free, the cache's head is %p (freed %p)", (void *)h->tc[cls], r);
+  CHECK((h->tc[cls] == r) == cache_on, "after a free, the cache's head is %p (freed %p)", (void *)h->tc[cls], r);
+  /* The block freed last is not the next one handed out, cache or not. */
+  CHECK(h->tc_last[cls] == r, "the class's last freed block is %p (freed %p)", (void *)h->tc_last[cls], r);
   void *next = vigil_malloc(SIZE);
   CHECK(next != r, "the block just freed, %p, was the next one handed out", r);
   vigil_free(next);
-  CHECK(h->tc[cls] == next, "after a free, the cache's head is %p (freed %p)", (void *)h->tc[cls], next);
   vigil_malloc_trim(0);
   CHECK(h->tc[cls] == NULL, "malloc_trim left %p in the cache", (void *)h->tc[cls]);
   void *s = vigil_malloc(SIZE);
