@@ -10,7 +10,8 @@
  * end (no overlapping, duplicate or foreign pointer), unless the level
  * promises to catch the corruption: then only an abort or a guard will do.
  * Anything else, a hang included, is a failure.  What each level promises:
- *   >= 0  a double free after reuse (the block just freed is held back)
+ *   >= 0  a double free after reuse (the block just freed is not the next
+ *         one handed out)
  *   >= 1  an overflow past a small block (its canary, checked at the
  *         block's next free, realloc or at the program's end); a
  *         use-after-free write over a small block's first word (its tag,
