@@ -284,16 +284,19 @@ static size_t cache_limit(void) {
  * mapping becomes a PROT_NONE reservation (so a use after free faults),
  * kept for the next GRAVE_SLOTS large frees before it is unmapped (so its
  * address is not handed straight back: a second free of it stays a double
- * free, not a free of somebody else's new block). */
+ * free, not a free of somebody else's new block).  Below harden = 2 only a
+ * mapping the cache does not keep is buried, until the next one is: the
+ * kernel would hand its address to the next mmap of that size. */
 #define GRAVE_SLOTS 16u
 static struct large grave[GRAVE_SLOTS];
 static unsigned grave_next;
 
 static void bury(struct large e) {
   vg_os_decommit(e.map, e.maplen, 1); /* still ours: nobody can map there */
+  unsigned slots = harden_level() >= HARDEN_QUARANTINE ? GRAVE_SLOTS : 1;
   vg_lock(&vg_large_lock);
-  struct large old = grave[grave_next % GRAVE_SLOTS];
-  grave[grave_next++ % GRAVE_SLOTS] = e;
+  struct large old = grave[grave_next % slots];
+  grave[grave_next++ % slots] = e;
   vg_unlock(&vg_large_lock);
   if (old.map != NULL) vg_os_unmap(old.map, old.maplen);
 }
@@ -328,11 +331,10 @@ bool vg_large_free(void *p) {
     cache[ncache++] = e;
     cache_bytes += e.ulen;
     cache_changed();
-  } else {
-    evict[nevict++] = e;
   }
   vg_unlock(&vg_large_lock);
   for (unsigned i = 0; i < nevict; i++) vg_os_unmap(evict[i].map, evict[i].maplen);
+  if (!(plain && e.ulen <= limit)) bury(e);
   return true;
 }
 

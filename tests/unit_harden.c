@@ -187,6 +187,12 @@ static void delay(void) {
       if (level) die_with(df_behind_one, arg, "vigil: double free at 0x", what);
       else live_through(df_behind_one, arg, what);
     }
+    /* Above what the large cache keeps (32 MiB): unmapped, the kernel
+     * would give the next mmap of the size the same address, so it is kept
+     * reserved until the next such free (found by the corrupt target). */
+    char what[96];
+    snprintf(what, sizeof what, "double free after reuse, 128 MiB, harden=%d", level);
+    die_with(df_after_reuse, (size_t)128 << 20 << 2 | (size_t)level, "vigil: double free at 0x", what);
   }
 }
 
