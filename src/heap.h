@@ -115,7 +115,7 @@ static ALWAYS_INLINE void *heap_alloc(struct heap *h, unsigned cls) {
     struct block *second = decode(blk_load(&b->rnext), b);
     if (second != NULL) {
       (void)tc_check(cls, second);
-      blk_store(&b->rnext, blk_load(&second->rnext) ^ (((uintptr_t)second ^ (uintptr_t)b) >> 12));
+      blk_store(&b->rnext, encode(decode(blk_load(&second->rnext), second), b));
       h->tc_room[cls]++;
       blk_store(&second->next, 0);
       return second;

@@ -302,7 +302,7 @@ static void bury(struct large e) {
 }
 
 bool vg_large_free(void *p) {
-  struct large evict[CACHE_SLOTS + 1];
+  struct large evict[CACHE_SLOTS]; /* the loop below empties the cache at most */
   unsigned nevict = 0;
   vg_lock(&vg_large_lock);
   struct large *f = find((uintptr_t)p);
@@ -321,8 +321,8 @@ bool vg_large_free(void *p) {
     return true;
   }
   size_t limit = cache_limit();
-  bool plain = e.user == (uintptr_t)e.map + vg_os_page_size();
-  if (plain && e.ulen <= limit) {
+  bool cached = e.user == (uintptr_t)e.map + vg_os_page_size() && e.ulen <= limit;
+  if (cached) {
     while (ncache == CACHE_SLOTS || cache_bytes + e.ulen > limit) {
       evict[nevict++] = cache[0];
       cache_bytes -= cache[0].ulen;
@@ -334,7 +334,7 @@ bool vg_large_free(void *p) {
   }
   vg_unlock(&vg_large_lock);
   for (unsigned i = 0; i < nevict; i++) vg_os_unmap(evict[i].map, evict[i].maplen);
-  if (!(plain && e.ulen <= limit)) bury(e);
+  if (!cached) bury(e);
   return true;
 }
 
