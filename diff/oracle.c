@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -414,6 +415,14 @@ static void exec_recv(struct run *r, unsigned t, size_t i, const struct op *o, i
  * failure.  alarm() is not used: libFuzzer owns SIGALRM. */
 static _Atomic uint64_t fork_since;
 
+/* Where a fork child is, for the message when it hangs: in a page shared
+ * with the parent, 0 until the child's first instruction after fork(), then
+ * 1 + the index of the op it runs, then SIZE_MAX once its ops are done.  A
+ * child stuck at 0 never returned from fork(): libc, the fork handlers, or
+ * the emulator (qemu-targets/README.md, "Known QEMU bugs"). */
+static _Atomic size_t *fork_at;
+#define FORK_AT_DONE ((size_t)-1)
+
 static uint64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -435,6 +444,8 @@ static void *fork_watchdog(void *arg) {
 }
 
 static void start_watchdog(void) {
+  void *page = mmap(NULL, sizeof *fork_at, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (page != MAP_FAILED) fork_at = page;
   pthread_t t;
   pthread_attr_t a;
   pthread_attr_init(&a);
@@ -450,12 +461,14 @@ static void exec_fork(struct run *r, size_t i, const struct op *o, size_t from, 
   atomic_store(&fork_since, now_ns());
   /* Fork holding the model's lock, so that the child does not inherit it
    * held by a spawned thread that does not exist there. */
+  if (fork_at) atomic_store(fork_at, 0);
   pthread_mutex_lock(&r->m.lock);
   pid_t pid = fork();
   pthread_mutex_unlock(&r->m.lock);
   if (pid != 0) atomic_store(&fork_since, 0);
   if (pid < 0) FAIL("fork failed: %s", strerror(errno));
   if (pid == 0) {
+    if (fork_at) atomic_store(fork_at, from);
     signal(SIGABRT, SIG_DFL); /* the fuzzer's handlers are the parent's business */
     signal(SIGALRM, SIG_DFL);
     alarm(20);
@@ -466,6 +479,7 @@ static void exec_fork(struct run *r, size_t i, const struct op *o, size_t from, 
     cost_begin(&r->cost, !forbid, forbid);
     r->m.pages.peak = r->m.pages.now;
     exec_range(r, 0, from, to, 1);
+    if (fork_at) atomic_store(fork_at, FORK_AT_DONE);
     cost_report(&r->cost, "fork child", to - from, r->m.pages.peak);
     _exit(0); /* never exit(): the fuzzer's hooks must not run in the child */
   }
@@ -477,7 +491,12 @@ static void exec_fork(struct run *r, size_t i, const struct op *o, size_t from, 
     if (waited > 10000) { /* 10 s */
       kill(pid, SIGKILL);
       waitpid(pid, &st, 0);
-      FAIL("the fork child hung (killed after 10 s)");
+      size_t at = fork_at ? atomic_load(fork_at) : FORK_AT_DONE - 1;
+      if (at == 0) FAIL("the fork child hung before its first op, in fork()'s return (killed after 10 s)");
+      if (at == FORK_AT_DONE) FAIL("the fork child hung after its last op, on its way out (killed after 10 s)");
+      if (at == FORK_AT_DONE - 1) FAIL("the fork child hung (killed after 10 s)");
+      oracle_fail(r->cfg->target, at - 1, &r->ops[at - 1],
+                  "the fork child (of op #%zu) hung in this op (killed after 10 s)", i);
     }
     usleep(1000);
   }
@@ -519,6 +538,7 @@ static void exec_range(struct run *r, unsigned t, size_t from, size_t to, int in
   const struct oracle_config *cfg = r->cfg;
   for (size_t i = from; i < to; i++) {
     const struct op *o = &r->ops[i];
+    if (in_child && fork_at) atomic_store_explicit(fork_at, i + 1, memory_order_relaxed);
     if (t == 0 && !in_child && cfg->before_op) {
       /* The hook's own calls (corrupt's frees) are not the program's. */
       unsigned long before = cost_total_now();
