@@ -16,14 +16,17 @@
  *         block's next free, realloc or at the program's end); a
  *         use-after-free write over a small block's first word (its tag,
  *         checked when the quarantine lets the block go, or at the end)
- *   >= 2  a use-after-free write to a large block (it faults)
+ *   >= 2  a use-after-free write to a large block (it faults); an overflow
+ *         that runs off the end of a run of small pages, when that run has
+ *         its guard slab (the runs claimed at the level)
  *   >= 3  a use-after-free write anywhere in a small block or a span past
  *         its first word (the fill, checked as for the tag)
  * The sanitizer builds run at level 0 (vg_harden_set says so).
  *
  * Input: byte 0 picks the corruption (its value modulo KINDS) and the level
  * (its value divided by KINDS, modulo 4), byte 1 the op index at which it happens, byte 2 its
- * size/offset, byte 3 the slot; the rest is a program. */
+ * size/offset (an overflow of k >= 128 runs to the end of the block's run), byte 3 the slot; the
+ * rest is a program. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
@@ -37,7 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "heap.h"
 #include "oracle.h"
 #include "vigil.h"
 
@@ -119,10 +122,18 @@ static void corrupt(size_t index, struct model *m, void *ctx) {
                        (pl->level >= 3 && !b->large && fits && off + len > sizeof(void *));
       break;
     }
-    case OVERFLOW:
-      pl->must_catch = vg_harden_canary_at(p);
-      scribble(p + b->usable, 1 + pl->k % 64, 0x42);
+    case OVERFLOW: {
+      /* k < 128: 1 + k % 64 bytes past the block.  k >= 128: from the
+       * block's end to that many bytes past the end of its run (small pages
+       * or a span), where a guard slab stands after a run of small pages
+       * at harden >= 2. */
+      struct page *pg = page_of(p);
+      uint8_t *end = p + b->usable;
+      if (pl->k >= 128 && pg != NULL) end = pg->start + (size_t)pg->npages * VG_PAGE;
+      pl->must_catch = pl->k >= 128 ? pg != NULL && pg->guard : vg_harden_canary_at(p);
+      scribble(p + b->usable, (size_t)(end - (p + b->usable)) + 1 + pl->k % 64, 0x42);
       break;
+    }
     /* These four must stop the program at the bad call itself. */
     case INTERIOR_FREE: /* inside this block: never another block's start */
       vigil_free(p + 1 + (size_t)pl->k * 8 % (b->usable - 1));

@@ -96,12 +96,56 @@ static struct segment *arena_run(struct arena *a, unsigned n, unsigned align_pag
 }
 
 static bool claim_run(struct arena *a, struct segment *s, unsigned first, unsigned n) {
+  uint64_t mask = run_mask(first, n);
   take_dirty(a, s, first, n);
+  if (s->guarded & mask) {
+    /* Former guard pages become usable: the whole run is made RW. */
+    if (vg_os_commit(page_addr(s, first), (size_t)n * VG_PAGE) != 0) return false;
+    s->guarded &= ~mask;
+    s->decommitted &= ~mask;
+  }
   if (s->decommitted & run_mask(first, n)) {
     vg_decommit_refault(a);
     if (!vg_commit_run(s, first, n)) return false;
   }
   return true;
+}
+
+/* Guard slabs (harden >= 2): a run of small pages is claimed with one more
+ * page after it, PROT_NONE, so an overflow running off the end of the run
+ * faults before it reaches the next run (another class's blocks, or a
+ * span).  A freed run's guard stays PROT_NONE (s->guarded): the next run
+ * that puts its guard there pays no syscall, and one that takes the page as
+ * a usable page commits it (claim_run).  Each guard costs address space and
+ * a VMA boundary, no memory: a dirty page that becomes one is returned.
+ * Small runs live long, so their guards are cheap.  Spans have none: spans
+ * of mixed lengths move the boundaries on almost every claim, and the
+ * mprotect and madvise per claim made the churn of 64 KiB-1 MiB spans 3.4x
+ * slower at level 2 and a fork storm with spans churning in the background
+ * ten times slower at level 3 (README.md, Hardening). */
+static unsigned guard_pages(void) { return harden_level() >= HARDEN_QUARANTINE; }
+
+static bool guard_prepare(struct arena *a, struct segment *s, unsigned g) {
+  uint64_t bit = (uint64_t)1 << g;
+  if (s->guarded & bit) return true;
+  if (!(vg_decommit_remap() && (s->decommitted & bit))) { /* a remapped page is PROT_NONE already */
+    if (vg_os_protect(page_addr(s, g), VG_PAGE, 0) != 0) return false;
+    if (s->dirty & bit & ~s->decommitted) vg_os_decommit(page_addr(s, g), VG_PAGE, 0);
+  }
+  take_dirty(a, s, g, 1);
+  s->decommitted &= ~bit;
+  s->guarded |= bit;
+  return true;
+}
+
+/* After the run at first (n pages) is initialised: its guard is page first + n. */
+static void guard_attach(struct segment *s, unsigned first, unsigned n) {
+  struct page *gp = &s->pages[first + n];
+  gp->kind = PK_GUARD;
+  gp->head = (uint8_t)first;
+  s->pages[first].guard = 1;
+  s->used |= (uint64_t)1 << (first + n);
+  vg_segment_refit(s);
 }
 
 struct page *vg_arena_page(struct arena *a, struct heap *h, unsigned cls) {
@@ -113,13 +157,14 @@ struct page *vg_arena_page(struct arena *a, struct heap *h, unsigned cls) {
     pg->next = pg->prev = NULL;
     pg->in_full = 0;
   } else {
-    unsigned first, n = class_pages(cls);
-    struct segment *s = arena_run(a, n, 1, &first);
-    if (s == NULL || !claim_run(a, s, first, n)) {
+    unsigned first, n = class_pages(cls), g = guard_pages();
+    struct segment *s = arena_run(a, n + g, 1, &first);
+    if (s == NULL || (g && !guard_prepare(a, s, first + n)) || !claim_run(a, s, first, n)) {
       vg_unlock(&a->lock);
       return NULL;
     }
     vg_page_init_small(s, first, cls);
+    if (g) guard_attach(s, first, n);
     pg = &s->pages[first];
   }
   atomic_store_explicit(&pg->owner, h, memory_order_release);
@@ -128,20 +173,23 @@ struct page *vg_arena_page(struct arena *a, struct heap *h, unsigned cls) {
   return pg;
 }
 
-/* Pages first..first+n-1 become free.  Caller holds the arena lock. */
+/* Pages first..first+n-1 become free (a guard among them stays PROT_NONE,
+ * and is not dirty).  Caller holds the arena lock. */
 static void free_pages(struct segment *s, unsigned first, unsigned n) {
   struct arena *a = s->arena;
   for (unsigned i = 0; i < n; i++) s->pages[first + i].kind = PK_FREE;
-  uint64_t mask = run_mask(first, n);
+  uint64_t mask = run_mask(first, n), mem = mask & ~s->guarded;
   s->used &= ~mask;
   vg_segment_refit(s);
-  a->dirty += (size_t)__builtin_popcountll(mask & ~s->dirty & ~s->decommitted) * VG_PAGE;
-  s->dirty |= mask;
+  a->dirty += (size_t)__builtin_popcountll(mem & ~s->dirty & ~s->decommitted) * VG_PAGE;
+  s->dirty |= mem;
   s->decommitted &= ~mask;
   vg_decommit_after_free(a);
 }
 
-void vg_arena_free_run(struct segment *s, unsigned first) { free_pages(s, first, s->pages[first].npages); }
+void vg_arena_free_run(struct segment *s, unsigned first) {
+  free_pages(s, first, s->pages[first].npages + s->pages[first].guard);
+}
 
 /* The abandoned list of a class holds only pages with room. */
 static void abandoned_push(struct arena *a, struct page *pg) {

@@ -25,6 +25,8 @@
  *                 free of either is a double free, however many mallocs came
  *                 between.  Freed large blocks are unmapped behind a
  *                 PROT_NONE reservation that is released late (large.c).
+ *                 Each run of small pages is claimed with a PROT_NONE guard
+ *                 page after it (guard slabs, arena.c).
  *   3 fill        + a quarantined block is zeroed past its tag, and
  *                 checked when it leaves: a write after free is fatal.
  *

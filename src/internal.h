@@ -76,7 +76,7 @@ static inline unsigned class_pages(unsigned c) {
 }
 
 /* ---- pages and segments (page.c, segment.c) ---------------------------- */
-enum page_kind { PK_FREE, PK_META, PK_SMALL, PK_SPAN, PK_TAIL };
+enum page_kind { PK_FREE, PK_META, PK_SMALL, PK_SPAN, PK_TAIL, PK_GUARD };
 
 struct block {
   uintptr_t next;  /* encoded: see encode(); remote_tag() while on a remote list */
@@ -98,7 +98,8 @@ struct page {
   uint8_t npages;  /* run length, in pages */
   uint8_t head;    /* PK_TAIL: index of the run's first page */
   uint8_t in_full; /* on the heap's full list */
-  uint8_t align_pad[3];
+  uint8_t guard;   /* the page after the run is its guard (PK_GUARD, harden >= 2: arena.c) */
+  uint8_t align_pad[2];
   _Atomic(struct heap *) owner; /* NULL: abandoned, guarded by the arena lock */
   uint8_t *start;               /* first slot; with the fields above, the fast paths' one cache line */
   struct page *next, *prev;     /* heap class list / full list, or arena abandoned list */
@@ -113,6 +114,7 @@ struct segment {
   uint64_t dirty;              /* bit i: free page whose memory may be resident */
   uint64_t decommitted;        /* bit i: free page returned to the OS */
   uint64_t aged;               /* bit i: dirty page already dirty at the arena's last tick */
+  uint64_t guarded;            /* bit i: a guard page, or a free page still PROT_NONE from being one */
   unsigned slot;               /* its place in the arena's fit table */
   struct page pages[VG_SEG_PAGES];
 };

@@ -29,6 +29,7 @@ static void mark_run(struct segment *s, unsigned first, unsigned n, uint8_t kind
   store_relaxed(&pg->owner, NULL);
   pg->next = pg->prev = NULL;
   pg->in_full = 0;
+  pg->guard = 0;
   pg->reserved = 0;
   s->used |= run_mask(first, n);
   vg_segment_refit(s);

@@ -105,6 +105,7 @@ struct segment *vg_segment_new(struct arena *a) {
   s->used = VG_SEG_META_MASK;
   s->dirty = 0;
   s->aged = 0;
+  s->guarded = 0;
   if (!fit_add(a, s)) {
     vg_os_unmap(base, VG_SEG);
     errno = ENOMEM;

@@ -14,7 +14,12 @@
  *               leaves the quarantine
  *   large       at 2 a freed large block faults, and its address is not the
  *               next one handed out
+ *   guards      at 2 and 3 each run of small pages (not a span) has a
+ *               PROT_NONE page after it, and a write off the run's end
+ *               faults; freed guard pages are usable again by later runs;
+ *               a guard the kernel refuses fails the malloc with ENOMEM
  * In the memcheck and sanitizer builds it checks that the level stays 0. */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,6 +238,120 @@ static void large(void) {
   vg_harden_set(HARDEN_BASE);
 }
 
+/* ---- guard slabs ------------------------------------------------------------- */
+/* The end of the run that holds p. */
+static uint8_t *run_end(const void *p) {
+  struct page *pg = page_of(p);
+  return pg->start + (size_t)pg->npages * VG_PAGE;
+}
+/* The first block of a run claimed for blocks of `size` bytes now (blocks
+ * are taken until one is alone in its run, at its start), or NULL; the
+ * blocks taken on the way are in v[0..*n).  `guarded`: the first such run
+ * that has a guard (the runs claimed before the level was set have none,
+ * and a heap may keep an empty one), then two more, which must all have
+ * one. */
+#define FRESH_MAX 16384
+static uint8_t *fresh_run_block(size_t size, bool guarded, void **v, int *n) {
+  uint8_t *first = NULL;
+  int more = 0;
+  for (*n = 0; *n < FRESH_MAX;) {
+    uint8_t *p = v[(*n)++] = vigil_malloc(size);
+    struct page *pg = page_of(p);
+    if (p != pg->start || load_relaxed(&pg->used) != 1) continue;
+    if (!guarded) return p;
+    if (first == NULL && !pg->guard) continue;
+    if (first == NULL) first = p;
+    else CHECK(pg->guard, "%zu bytes: a run claimed after one with a guard has none", size);
+    if (++more == 3) return first;
+  }
+  return first;
+}
+/* arg: size << 2 | level.  Writes from a block to 16 bytes past its run. */
+static void overflow_run(size_t arg) {
+  static void *v[FRESH_MAX];
+  int n;
+  signal(SIGSEGV, SIG_DFL); /* not tl_readable's handler */
+  vg_harden_set((unsigned)(arg & 3));
+  uint8_t *p = fresh_run_block(arg >> 2, true, v, &n);
+  memset(p, 0x41, (size_t)(run_end(p) - p) + 16);
+  _exit(0);
+}
+/* Runs with guards are freed (their guards stay PROT_NONE), then spans are
+ * claimed at level 0 over those pages: one of them must cover a former
+ * guard, and every byte must be writable. */
+static void guards_reused(size_t unused) {
+  (void)unused;
+  signal(SIGSEGV, SIG_DFL);
+  enum { N = 600, SPANS = 24, GMAX = 64 };
+  static void *v[N];
+  uint8_t *guard[GMAX];
+  int ng = 0;
+  vg_harden_set(HARDEN_QUARANTINE);
+  for (int i = 0; i < N; i++) {
+    v[i] = vigil_malloc(3000);
+    struct page *pg = page_of(v[i]);
+    if (pg->guard && v[i] == (void *)pg->start && ng < GMAX) guard[ng++] = run_end(v[i]);
+  }
+  if (ng < 8) _exit(2); /* the runs above were not claimed with guards: no test */
+  for (int i = 0; i < N; i++) vigil_free(v[i]);
+  vg_harden_set(HARDEN_BASE); /* flushes the quarantine and the cache */
+  vigil_malloc_trim(0);        /* and the empty runs go back */
+  bool over = false;
+  for (int i = 0; i < SPANS; i++) {
+    uint8_t *sp = vigil_malloc(300000);
+    memset(sp, 0x5a, 300000);
+    for (int g = 0; g < ng; g++) over |= guard[g] >= sp && guard[g] < sp + 300000;
+  }
+  _exit(over ? 0 : 3); /* 3: no span landed on a former guard: no test */
+}
+/* A guard the kernel refuses: the malloc that needs the new run fails with
+ * ENOMEM, and the next one, once the kernel agrees again, succeeds. */
+static void guard_refused(size_t unused) {
+  (void)unused;
+  static void *v[FRESH_MAX];
+  vg_harden_set(HARDEN_QUARANTINE);
+  int n = 0;
+  atomic_store(&vg_os_fail_for_test, VG_FAIL_PROTECT);
+  while (n < FRESH_MAX && (v[n] = vigil_malloc(24)) != NULL) n++;
+  int err = errno;
+  atomic_store(&vg_os_fail_for_test, 0);
+  if (n == FRESH_MAX || err != ENOMEM) _exit(2);
+  void *p = vigil_malloc(24);
+  if (p == NULL || !page_of(p)->guard) _exit(3);
+  _exit(0);
+}
+static void guards(void) {
+  static const size_t sizes[] = {24, 3000, 40000, 200000};
+  for (unsigned level = 0; level <= HARDEN_FILL; level++) {
+    vg_harden_set(level);
+    for (int i = 0; i < 4; i++) {
+      static void *v[FRESH_MAX];
+      int n;
+      bool span = sizes[i] > VG_SMALL_MAX, want = level >= HARDEN_QUARANTINE && !span;
+      uint8_t *p = fresh_run_block(sizes[i], want, v, &n);
+      REQUIRE(p != NULL, "harden=%u: no new run%s for %zu bytes in %d blocks", level, want ? " with a guard" : "",
+              sizes[i], FRESH_MAX);
+      struct page *pg = page_of(p);
+      CHECK(pg->guard == want, "harden=%u, %zu bytes: the run %s a guard", level, sizes[i],
+            pg->guard ? "has" : "has no");
+      if (want) {
+        struct page *gp = page_of(run_end(p));
+        CHECK(gp != NULL && gp->kind == PK_GUARD && !tl_readable(run_end(p)),
+              "harden=%u, %zu bytes: the page after the run is not a PROT_NONE guard", level, sizes[i]);
+        char out[512];
+        int st = tl_in_child(overflow_run, sizes[i] << 2 | level, out, sizeof out);
+        CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV,
+              "harden=%u, %zu bytes: an overflow off the end of the run did not fault (status %#x)", level,
+              sizes[i], st);
+      }
+      while (n > 0) vigil_free(v[--n]);
+    }
+  }
+  vg_harden_set(HARDEN_BASE);
+  live_through(guards_reused, 0, "spans claimed over freed guard pages");
+  live_through(guard_refused, 0, "a guard the kernel refused (want ENOMEM, then a guarded run)");
+}
+
 int main(void) {
   if (VG_ANNOTATE) {
     /* The memcheck and sanitizer builds run at level 0 whatever is asked
@@ -247,5 +366,6 @@ int main(void) {
   WHITE_BOX(delay());
   WHITE_BOX(fill());
   WHITE_BOX(large());
+  WHITE_BOX(guards());
   return test_done("unit_harden");
 }
