@@ -130,8 +130,12 @@ static void corrupt(size_t index, struct model *m, void *ctx) {
       struct page *pg = page_of(p);
       uint8_t *end = p + b->usable;
       if (pl->k >= 128 && pg != NULL) end = pg->start + (size_t)pg->npages * VG_PAGE;
-      pl->must_catch = pl->k >= 128 ? pg != NULL && pg->guard : vg_harden_canary_at(p);
+      bool guarded = pl->k >= 128 && pg != NULL && pg->guard;
+      pl->must_catch = pl->k >= 128 ? guarded : vg_harden_canary_at(p);
       scribble(p + b->usable, (size_t)(end - (p + b->usable)) + 1 + pl->k % 64, 0x42);
+      /* The guard's promise is the fault itself: the canary would see the
+       * write later, at the block's free. */
+      if (guarded) undetected("overflow off the end of a run with a guard slab");
       break;
     }
     /* These four must stop the program at the bad call itself. */
