@@ -45,8 +45,7 @@ static int purge(struct arena *a, bool all, bool aged_only) {
     next = s->next;
     uint64_t d = s->dirty & ~s->decommitted & (aged_only ? s->aged : ~(uint64_t)0);
     bool empty = s->used == VG_SEG_META_MASK;
-    if (empty && (all || kept) && (!aged_only || d == (s->dirty & ~s->decommitted))) {
-      vg_segment_release(s);
+    if (empty && (all || kept) && (!aged_only || d == (s->dirty & ~s->decommitted)) && vg_segment_release(s)) {
       bytes += VG_SEG;
       continue;
     }

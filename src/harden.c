@@ -35,11 +35,9 @@
  * blocks would be their false reports. */
 #include "harden.h"
 
-_Atomic uint8_t vg_harden_word;
-
 void vg_harden_init(void) {
   size_t v = vg_option(OPT_harden);
-  store_relaxed(&vg_harden_word, VG_ANNOTATE ? 0 : (uint8_t)v);
+  store_relaxed(&vg_ro.harden, VG_ANNOTATE ? 0 : (uint8_t)v); /* sealed by init.c */
 }
 
 /* ---- for the fuzzers (fuzz/corrupt.c) --------------------------------------
@@ -53,7 +51,10 @@ unsigned vg_harden_set(unsigned level) {
     vg_quarantine_flush(h);
     vg_heap_tc_flush(h); /* its order (a FIFO at 1) is the level's */
   }
-  store_relaxed(&vg_harden_word, VG_ANNOTATE ? 0 : (uint8_t)(level > HARDEN_FILL ? HARDEN_FILL : level));
+  vg_ro_seal(false);
+  store_relaxed(&vg_ro.harden, VG_ANNOTATE ? 0 : (uint8_t)(level > HARDEN_FILL ? HARDEN_FILL : level));
+  vg_ro_seal(true);
+  vg_registry_seal_level();
   if (h != NULL) vg_heap_tc_size(h);
   return harden_level();
 }

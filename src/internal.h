@@ -126,11 +126,30 @@ struct segment {
 static_assert(sizeof(struct segment) <= VG_MAX_OS_PAGE, "segment header fits its guarded page");
 static_assert(VG_SEG_FIRST_PAGE * VG_PAGE == 3 * VG_MAX_OS_PAGE, "layout above");
 
-extern uintptr_t vg_secret;
+/* What vigil's checks trust and that never changes after start-up, alone
+ * on its own pages, read-only from then on (seal.c).  Its alignment makes
+ * its size a whole VG_MAX_OS_PAGE: no other variable shares its pages. */
+struct vg_ro {
+  uintptr_t secret;       /* safe-linking's key; tags, cookies and canaries derive from it */
+  _Atomic uint8_t harden; /* the hardening level: harden_level() */
+} __attribute__((aligned(VG_MAX_OS_PAGE)));
+extern struct vg_ro vg_ro HIDDEN;
+#define vg_secret (vg_ro.secret)
+/* Read-only (on) or writable (off) again: vg_harden_set and the tests. */
+void vg_ro_seal(bool on) HIDDEN;
 
-/* The registry: one bit per VG_SEG of address space. */
-#define VG_REGISTRY_WORDS (((size_t)1 << (VG_ADDR_BITS - VG_SEG_SHIFT)) / 64)
-extern _Atomic uint64_t vg_registry[VG_REGISTRY_WORDS];
+/* The registry: one bit per VG_SEG of address space, on pages of its own
+ * (at least one VG_MAX_OS_PAGE: 32-bit targets need 16 words), read-only
+ * between changes at harden >= 2 (seal.c). */
+#define VG_REGISTRY_BITS_WORDS (((size_t)1 << (VG_ADDR_BITS - VG_SEG_SHIFT)) / 64)
+#define VG_REGISTRY_WORDS \
+  (VG_REGISTRY_BITS_WORDS > VG_MAX_OS_PAGE / 8 ? VG_REGISTRY_BITS_WORDS : VG_MAX_OS_PAGE / 8)
+extern _Atomic uint64_t vg_registry[VG_REGISTRY_WORDS] HIDDEN;
+/* Sets (on) or clears the registry bit of the segment at base, opening its
+ * page while sealed; false (errno ENOMEM) when the kernel refused that. */
+bool vg_registry_set(uintptr_t base, bool on) HIDDEN;
+/* Seals the registry at harden >= 2, opens it below (the level's change). */
+void vg_registry_seal_level(void) HIDDEN;
 
 /* The bits of pages first..first+n-1 in a segment's page masks. */
 static inline uint64_t run_mask(unsigned first, unsigned n) {
@@ -331,7 +350,7 @@ extern struct vg_lock vg_heap_pool_lock;
 
 /* ---- segments (segment.c) ------------------------------------------------ */
 struct segment *vg_segment_new(struct arena *a) HIDDEN; /* caller holds a->lock */
-void vg_segment_release(struct segment *s) HIDDEN;
+bool vg_segment_release(struct segment *s) HIDDEN; /* false: kept (seal.c) */
 int vg_segment_find_run(struct segment *s, unsigned n, unsigned align_pages) HIDDEN;
 void vg_segment_refit(struct segment *s) HIDDEN; /* after a change to s->used; arena lock held */
 struct segment *vg_segment_fit(struct arena *a, unsigned n, unsigned align_pages, unsigned *first) HIDDEN;
@@ -374,8 +393,7 @@ void vg_large_stats(struct vg_large_stats *st) HIDDEN;
 enum { HARDEN_BASE, HARDEN_CANARY, HARDEN_QUARANTINE, HARDEN_FILL };
 /* The `harden` tunable, fixed at start-up: read with harden_level(), a
  * relaxed load (threads read it while the first one initialises vigil). */
-extern _Atomic uint8_t vg_harden_word HIDDEN;
-static ALWAYS_INLINE unsigned harden_level(void) { return load_relaxed(&vg_harden_word); }
+static ALWAYS_INLINE unsigned harden_level(void) { return load_relaxed(&vg_ro.harden); }
 void vg_harden_init(void) HIDDEN;
 /* Bytes a small block gets beyond the n asked for at harden >= 1: the
  * canary's first two bytes and the keyed n in the slot's last two. */

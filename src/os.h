@@ -18,6 +18,9 @@ void *vg_os_map(void *hint, size_t len, int rw);
 void *vg_os_map_aligned(size_t len, size_t align, int rw);
 void vg_os_unmap(void *p, size_t len);
 int vg_os_protect(void *p, size_t len, int rw);
+/* Read-only (ro=1) or read-write (ro=0): for vigil's own metadata in its
+ * image (seal.c), so no annotation, and failure injected as for protect. */
+int vg_os_seal(void *p, size_t len, int ro);
 /* Return memory to the OS.  remap=0: MADV_DONTNEED (contents become
  * unspecified: qemu-user may not zero them).  remap=1: replace with a fresh
  * PROT_NONE mapping, which also drops the commit charge; vg_os_commit() must

@@ -88,6 +88,15 @@ int vg_os_protect(void *p, size_t len, int rw) {
   return r;
 }
 
+int vg_os_seal(void *p, size_t len, int ro) {
+  COUNT(protect);
+  if (INJECTED(VG_FAIL_PROTECT)) {
+    errno = ENOMEM;
+    return -1;
+  }
+  return mprotect(p, len, ro ? PROT_READ : PROT_READ | PROT_WRITE);
+}
+
 void vg_os_decommit(void *p, size_t len, int remap) {
   int saved = errno;
   if (remap) {

@@ -5,18 +5,13 @@
 #include "internal.h"
 
 /* One bit per VG_SEG of address space.  It lives in .bss: untouched words
- * cost no memory.  Writers are the arena that maps or releases the segment;
+ * cost no memory.  Writers are the arena that maps or releases the segment,
+ * through vg_registry_set (seal.c: read-only between changes at harden >= 2);
  * readers (free, realloc, usable_size) use relaxed loads: a pointer reached
  * the reader through some synchronisation after the segment was published. */
-_Atomic uint64_t vg_registry[VG_REGISTRY_WORDS];
+_Atomic uint64_t vg_registry[VG_REGISTRY_WORDS] __attribute__((aligned(VG_MAX_OS_PAGE)));
+static_assert(sizeof vg_registry % VG_MAX_OS_PAGE == 0, "no other variable shares the registry's pages");
 _Atomic size_t vg_segments_mapped, vg_segments_total;
-
-static void registry_set(uintptr_t base, bool on) {
-  uintptr_t idx = base >> VG_SEG_SHIFT;
-  uint64_t bit = (uint64_t)1 << (idx % 64);
-  if (on) atomic_fetch_or_explicit(&vg_registry[idx / 64], bit, memory_order_release);
-  else atomic_fetch_and_explicit(&vg_registry[idx / 64], ~bit, memory_order_release);
-}
 
 /* ---- the fit table: one slot per segment of the arena, with the length
  * of the segment's longest free run, in one array.  A span request walks the
@@ -113,6 +108,13 @@ struct segment *vg_segment_new(struct arena *a) {
   }
   s->decommitted = remap ? ~VG_SEG_META_MASK : 0;
   for (unsigned i = 0; i < VG_SEG_FIRST_PAGE; i++) s->pages[i].kind = PK_META;
+  /* Published once its header is whole (the arena lock keeps the list and
+   * counters below to this thread). */
+  if (!vg_registry_set((uintptr_t)base, true)) {
+    fit_remove(a, s);
+    vg_os_unmap(base, VG_SEG);
+    return NULL;
+  }
   s->prev = NULL;
   s->next = a->segs;
   if (a->segs) a->segs->prev = s;
@@ -121,15 +123,19 @@ struct segment *vg_segment_new(struct arena *a) {
   if (a->mapped > a->mapped_max) a->mapped_max = a->mapped;
   atomic_fetch_add_explicit(&vg_segments_mapped, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&vg_segments_total, 1, memory_order_relaxed);
-  registry_set((uintptr_t)base, true);
   VG_PROBE2(segment_map, base, a->index);
   return s;
 }
 
-/* Caller holds the arena lock; every page is free. */
-void vg_segment_release(struct segment *s) {
+/* Caller holds the arena lock; every page is free.  False, the segment
+ * kept, when its registry bit could not be cleared (seal.c: the kernel
+ * refused to open the registry's page): unmapped, it would still pass as
+ * vigil's. */
+bool vg_segment_release(struct segment *s) {
   struct arena *a = s->arena;
   if (s->used != VG_SEG_META_MASK || s->cookie != (vg_secret ^ (uintptr_t)s)) vg_fatal(V_CORRUPT_METADATA, s);
+  uintptr_t base = segment_base(s);
+  if (!vg_registry_set(base, false)) return false;
   if (s->prev) s->prev->next = s->next;
   else a->segs = s->next;
   if (s->next) s->next->prev = s->prev;
@@ -137,11 +143,10 @@ void vg_segment_release(struct segment *s) {
   a->mapped -= VG_SEG;
   uint64_t dirty = s->dirty & ~s->decommitted;
   a->dirty -= (size_t)__builtin_popcountll(dirty) * VG_PAGE;
-  uintptr_t base = segment_base(s);
-  registry_set(base, false);
   atomic_fetch_sub_explicit(&vg_segments_mapped, 1, memory_order_relaxed);
   VG_PROBE2(segment_unmap, base, a->index);
   vg_os_unmap((void *)base, VG_SEG);
+  return true;
 }
 
 /* First run of n free pages starting at a multiple of align_pages, or -1.

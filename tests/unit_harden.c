@@ -18,6 +18,10 @@
  *               PROT_NONE page after it, and a write off the run's end
  *               faults; freed guard pages are usable again by later runs;
  *               a guard the kernel refuses fails the malloc with ENOMEM
+ *   sealed      the secret is read-only at every level, the segment
+ *               registry at 2 and 3 (a write faults), also after segments
+ *               were mapped and released; a registry page the kernel will
+ *               not open fails the malloc that needed the segment
  * In the memcheck and sanitizer builds it checks that the level stays 0. */
 #include <errno.h>
 #include <stdint.h>
@@ -352,6 +356,98 @@ static void guards(void) {
   live_through(guard_refused, 0, "a guard the kernel refused (want ENOMEM, then a guarded run)");
 }
 
+/* ---- read-only metadata (seal.c) ------------------------------------------ */
+/* arg: level << 2 | fresh << 1 | what (0: the secret, 1: the registry word
+ * of a live segment).  Writes the word as an attacker with a write
+ * primitive would.  fresh: vigil starts here, at the level VIGIL_OPTIONS
+ * gives (no vg_harden_set), in a child forked before the test's first call
+ * into vigil. */
+static void forge(size_t arg) {
+  signal(SIGSEGV, SIG_DFL); /* not tl_readable's handler */
+  if (arg & 2) {
+    char opt[32];
+    snprintf(opt, sizeof opt, "harden=%zu", arg >> 2);
+    setenv("VIGIL_OPTIONS", opt, 1);
+  } else {
+    vg_harden_set((unsigned)(arg >> 2));
+  }
+  void *p = vigil_malloc(24);
+  if (arg & 1) {
+    uintptr_t idx = (uintptr_t)p >> VG_SEG_SHIFT;
+    atomic_fetch_or(&vg_registry[idx / 64], (uint64_t)1 << ((idx + 1) % 64));
+  } else {
+    vg_secret ^= 1;
+  }
+  _exit(0);
+}
+/* Takes new segments with 900 KiB spans (no guard slabs: their own
+ * mprotect would fail first under VG_FAIL_PROTECT) until `want` more are
+ * mapped, or a malloc fails; the spans are in v[0..*n). */
+#define SPANS_MAX 64
+static bool new_segments(size_t want, void **v, int *n) {
+  size_t before = load_relaxed(&vg_segments_mapped);
+  for (*n = 0; *n < SPANS_MAX && load_relaxed(&vg_segments_mapped) < before + want;) {
+    if ((v[*n] = vigil_malloc(900 << 10)) == NULL) return false;
+    ++*n;
+  }
+  return load_relaxed(&vg_segments_mapped) >= before + want;
+}
+/* A new segment whose registry page the kernel would not open: the malloc
+ * fails with ENOMEM and no segment is left mapped; the next one succeeds. */
+static void registry_refused(size_t unused) {
+  (void)unused;
+  void *v[SPANS_MAX];
+  int n;
+  vg_harden_set(HARDEN_QUARANTINE);
+  size_t before = load_relaxed(&vg_segments_mapped);
+  atomic_store(&vg_os_fail_for_test, VG_FAIL_PROTECT);
+  bool got = new_segments(1, v, &n);
+  int err = errno;
+  atomic_store(&vg_os_fail_for_test, 0);
+  if (got || err != ENOMEM) _exit(2);
+  if (load_relaxed(&vg_segments_mapped) != before) _exit(3);
+  if (!new_segments(1, v, &n)) _exit(4);
+  _exit(0);
+}
+/* fresh: sealed by vigil's start-up (before this process's first call into
+ * vigil), else by vg_harden_set's change of level. */
+static void sealed_writes(bool fresh) {
+  for (unsigned level = 0; level <= HARDEN_FILL; level++) {
+    char out[512];
+    const char *how = fresh ? "from start-up" : "set later";
+    int st = tl_in_child(forge, level << 2 | fresh << 1, out, sizeof out);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV,
+          "harden=%u (%s): a write to the secret did not fault (status %#x)", level, how, st);
+    bool want = level >= HARDEN_QUARANTINE;
+    st = tl_in_child(forge, level << 2 | fresh << 1 | 1, out, sizeof out);
+    CHECK(want ? WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV : WIFEXITED(st) && WEXITSTATUS(st) == 0,
+          "harden=%u (%s): a write to the registry %s (status %#x)", level, how, want ? "did not fault" : "faulted",
+          st);
+  }
+}
+static void sealed(void) {
+  sealed_writes(false);
+  /* Segments mapped and released while sealed: the registry still tells
+   * them, and stays sealed. */
+  vg_harden_set(HARDEN_QUARANTINE);
+  void *v[SPANS_MAX];
+  int n;
+  REQUIRE(new_segments(2, v, &n), "harden=2: no new segment for 900 KiB spans");
+  uintptr_t s0 = (uintptr_t)segment_of(v[n - 1]);
+  CHECK(s0 != 0 && vigil_malloc_usable_size(v[n - 1]) >= 900 << 10, "a span in a new segment is not vigil's");
+  while (n > 0) vigil_free(v[--n]);
+  vg_harden_set(HARDEN_BASE); /* the quarantine's spans go back */
+  vg_harden_set(HARDEN_QUARANTINE);
+  vigil_malloc_trim(0);
+  CHECK(segment_of((void *)s0) == NULL, "a released segment is still in the registry");
+  char out[512];
+  int st = tl_in_child(forge, HARDEN_QUARANTINE << 2 | 1, out, sizeof out);
+  CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV, "the registry is open after segments came and went (status %#x)",
+        st);
+  vg_harden_set(HARDEN_BASE);
+  live_through(registry_refused, 0, "a registry page the kernel refused to open (want ENOMEM, no segment)");
+}
+
 int main(void) {
   if (VG_ANNOTATE) {
     /* The memcheck and sanitizer builds run at level 0 whatever is asked
@@ -362,10 +458,12 @@ int main(void) {
     vigil_free(p);
     return test_done("unit_harden (annotated build: level 0 only)");
   }
+  WHITE_BOX(sealed_writes(true)); /* first: vigil has not started in this process */
   WHITE_BOX(canary());
   WHITE_BOX(delay());
   WHITE_BOX(fill());
   WHITE_BOX(large());
   WHITE_BOX(guards());
+  WHITE_BOX(sealed());
   return test_done("unit_harden");
 }
