@@ -11,21 +11,24 @@
  * promises to catch the corruption: then only an abort or a guard will do.
  * Anything else, a hang included, is a failure.  What each level promises:
  *   >= 0  a double free after reuse (the block just freed is not the next
- *         one handed out)
+ *         one handed out); a write to the secret (read-only)
  *   >= 1  an overflow past a small block (its canary, checked at the
  *         block's next free, realloc or at the program's end); a
  *         use-after-free write over a small block's first word (its tag,
  *         checked when the quarantine lets the block go, or at the end)
  *   >= 2  a use-after-free write to a large block (it faults); an overflow
  *         that runs off the end of a run of small pages, when that run has
- *         its guard slab (the runs claimed at the level)
+ *         its guard slab (the runs claimed at the level); a write to the
+ *         segment registry (read-only between changes)
  *   >= 3  a use-after-free write anywhere in a small block or a span past
  *         its first word (the fill, checked as for the tag)
  * The sanitizer builds run at level 0 (vg_harden_set says so).
  *
  * Input: byte 0 picks the corruption (its value modulo KINDS) and the level
  * (its value divided by KINDS, modulo 4), byte 1 the op index at which it happens, byte 2 its
- * size/offset (an overflow of k >= 128 runs to the end of the block's run), byte 3 the slot; the
+ * size/offset (an overflow of k >= 128 runs to the end of the block's run;
+ * a foreign free with k >= 128 forges the secret, k >= 192 the registry,
+ * first), byte 3 the slot; the
  * rest is a program. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -143,6 +146,19 @@ static void corrupt(size_t index, struct model *m, void *ctx) {
       vigil_free(p + 1 + (size_t)pl->k * 8 % (b->usable - 1));
       undetected("interior free");
     case FOREIGN_FREE:
+      /* k >= 128: the attacker first forges what would make the pointer
+       * pass, with a write primitive: the secret (k < 192), sealed at
+       * every level, or the registry bit of the pointer's segment, sealed
+       * at harden >= 2 (src/seal.c).  Either write must fault. */
+      if (pl->k >= 192 && pl->level >= 2) {
+        uintptr_t idx = (uintptr_t)not_ours >> VG_SEG_SHIFT;
+        scribble((unsigned char *)&vg_registry[idx / 64], sizeof vg_registry[0], 0x44);
+        undetected("write to the sealed segment registry");
+      }
+      if (pl->k >= 128 && pl->k < 192) {
+        scribble((unsigned char *)&vg_secret, sizeof vg_secret, 0x44);
+        undetected("write to the sealed secret");
+      }
       vigil_free(not_ours + 16 * (pl->k % 3));
       undetected("foreign free");
     case DOUBLE_FREE:
