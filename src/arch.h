@@ -30,11 +30,23 @@
 /* Largest OS page we support; guard regions are this big so one layout
  * works everywhere. */
 #define VG_MAX_OS_PAGE ((size_t)64 << 10)
+/* The largest page this architecture's kernels use (4 KiB on x86, s390x,
+ * riscv64 and 32-bit arm; 64 KiB elsewhere): what static data sealed alone
+ * on its pages (seal.c) is aligned to.  No more than that: static data
+ * aligned past the linker's page size (4 KiB on x86-64) makes ld give .bss a
+ * LOAD segment of its own, and Valgrind 3.19 then reads none of the
+ * library's symbols or unwind tables (tests/valgrind_demo.sh). */
+#if defined(__x86_64__) || defined(__i386__) || defined(__s390x__) || defined(__riscv) || defined(__arm__)
+#define VG_ARCH_MAX_PAGE ((size_t)4 << 10)
+#else
+#define VG_ARCH_MAX_PAGE VG_MAX_OS_PAGE
+#endif
 
 static_assert(sizeof(void *) == sizeof(uintptr_t), "flat pointers");
 static_assert(CHAR_BIT == 8, "octets");
 static_assert(VG_SEG_PAGES == 64, "a segment's page masks are one uint64_t");
 static_assert(VG_PAGE % VG_MAX_OS_PAGE == 0, "vigil pages cover whole OS pages");
+static_assert(VG_MAX_OS_PAGE % VG_ARCH_MAX_PAGE == 0, "the arch's pages are among those");
 static_assert(alignof(max_align_t) <= VG_ALIGN, "VG_ALIGN covers max_align_t");
 static_assert((VG_ALIGN & (VG_ALIGN - 1)) == 0, "power of two");
 

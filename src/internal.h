@@ -128,22 +128,22 @@ static_assert(VG_SEG_FIRST_PAGE * VG_PAGE == 3 * VG_MAX_OS_PAGE, "layout above")
 
 /* What vigil's checks trust and that never changes after start-up, alone
  * on its own pages, read-only from then on (seal.c).  Its alignment makes
- * its size a whole VG_MAX_OS_PAGE: no other variable shares its pages. */
+ * its size a whole VG_ARCH_MAX_PAGE: no other variable shares its pages. */
 struct vg_ro {
   uintptr_t secret;       /* safe-linking's key; tags, cookies and canaries derive from it */
   _Atomic uint8_t harden; /* the hardening level: harden_level() */
-} __attribute__((aligned(VG_MAX_OS_PAGE)));
+} __attribute__((aligned(VG_ARCH_MAX_PAGE)));
 extern struct vg_ro vg_ro HIDDEN;
 #define vg_secret (vg_ro.secret)
 /* Read-only (on) or writable (off) again: vg_harden_set and the tests. */
 void vg_ro_seal(bool on) HIDDEN;
 
 /* The registry: one bit per VG_SEG of address space, on pages of its own
- * (at least one VG_MAX_OS_PAGE: 32-bit targets need 16 words), read-only
+ * (at least one VG_ARCH_MAX_PAGE: 32-bit targets need 16 words), read-only
  * between changes at harden >= 2 (seal.c). */
 #define VG_REGISTRY_BITS_WORDS (((size_t)1 << (VG_ADDR_BITS - VG_SEG_SHIFT)) / 64)
 #define VG_REGISTRY_WORDS \
-  (VG_REGISTRY_BITS_WORDS > VG_MAX_OS_PAGE / 8 ? VG_REGISTRY_BITS_WORDS : VG_MAX_OS_PAGE / 8)
+  (VG_REGISTRY_BITS_WORDS > VG_ARCH_MAX_PAGE / 8 ? VG_REGISTRY_BITS_WORDS : VG_ARCH_MAX_PAGE / 8)
 extern _Atomic uint64_t vg_registry[VG_REGISTRY_WORDS] HIDDEN;
 /* Sets (on) or clears the registry bit of the segment at base, opening its
  * page while sealed; false (errno ENOMEM) when the kernel refused that. */

@@ -89,6 +89,12 @@ int vg_os_protect(void *p, size_t len, int rw) {
 }
 
 int vg_os_seal(void *p, size_t len, int ro) {
+  /* Whole pages only: mprotect would round len up over a neighbour (a
+   * kernel with pages larger than VG_ARCH_MAX_PAGE). */
+  if (len % vg_os_page_size() != 0) {
+    errno = EINVAL;
+    return -1;
+  }
   COUNT(protect);
   if (INJECTED(VG_FAIL_PROTECT)) {
     errno = ENOMEM;

@@ -9,8 +9,8 @@
  * through vg_registry_set (seal.c: read-only between changes at harden >= 2);
  * readers (free, realloc, usable_size) use relaxed loads: a pointer reached
  * the reader through some synchronisation after the segment was published. */
-_Atomic uint64_t vg_registry[VG_REGISTRY_WORDS] __attribute__((aligned(VG_MAX_OS_PAGE)));
-static_assert(sizeof vg_registry % VG_MAX_OS_PAGE == 0, "no other variable shares the registry's pages");
+_Atomic uint64_t vg_registry[VG_REGISTRY_WORDS] __attribute__((aligned(VG_ARCH_MAX_PAGE)));
+static_assert(sizeof vg_registry % VG_ARCH_MAX_PAGE == 0, "no other variable shares the registry's pages");
 _Atomic size_t vg_segments_mapped, vg_segments_total;
 
 /* ---- the fit table: one slot per segment of the arena, with the length
