@@ -50,6 +50,7 @@ unsigned vg_harden_set(unsigned level) {
   if (h != NULL) {
     vg_quarantine_flush(h);
     vg_heap_tc_flush(h); /* its order (a FIFO at 1) is the level's */
+    vg_heap_release_spares(h); /* the runs it takes next are the level's */
   }
   vg_ro_seal(false);
   store_relaxed(&vg_ro.harden, VG_ANNOTATE ? 0 : (uint8_t)(level > HARDEN_FILL ? HARDEN_FILL : level));

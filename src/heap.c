@@ -44,6 +44,17 @@ static void list_push(struct page **head, struct page *pg) {
   *head = pg;
 }
 
+/* An empty page of h's that is not its class's current one goes back to
+ * the arena. */
+static void release_page(struct heap *h, struct page *pg) {
+  list_remove(&h->avail[pg->cls], pg);
+  struct segment *s = segment_of_page(pg);
+  struct arena *a = s->arena;
+  vg_lock(&a->lock);
+  vg_arena_free_run(s, page_index(s, pg));
+  vg_unlock(&a->lock);
+}
+
 /* Called by free when a local free left the page empty, or the page was on
  * the full list. */
 void vg_heap_page_refill(struct heap *h, struct page *pg) {
@@ -71,13 +82,15 @@ void vg_heap_page_refill(struct heap *h, struct page *pg) {
       h->spare[cls] = pg;
       return;
     }
-    /* Another empty page goes back to the arena. */
-    list_remove(&h->avail[cls], pg);
-    struct segment *s = segment_of_page(pg);
-    struct arena *a = s->arena;
-    vg_lock(&a->lock);
-    vg_arena_free_run(s, page_index(s, pg));
-    vg_unlock(&a->lock);
+    release_page(h, pg); /* another empty page */
+  }
+}
+
+void vg_heap_release_spares(struct heap *h) {
+  for (unsigned c = 0; c < VG_NCLASSES; c++) {
+    struct page *sp = h->spare[c];
+    h->spare[c] = NULL;
+    if (sp != NULL && load_relaxed(&sp->used) == 0 && h->cur[c] != sp) release_page(h, sp);
   }
 }
 

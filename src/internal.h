@@ -299,6 +299,10 @@ void vg_heap_page_refill(struct heap *h, struct page *pg) HIDDEN;
 void vg_heap_free_remote(struct page *pg, struct block *b, uint32_t idx) HIDDEN; /* batched */
 void vg_heap_free_remote_now(struct page *pg, struct block *b) HIDDEN;           /* not batched */
 void vg_heap_flush_remote(struct heap *h) HIDDEN; /* push this thread's batch */
+/* The empty page h keeps per class (vg_heap_page_refill) goes back to the
+ * arena: vg_harden_set, so that the runs h uses next are claimed at the new
+ * level (with its guard slabs). */
+void vg_heap_release_spares(struct heap *h) HIDDEN;
 void vg_heap_tc_flush(struct heap *h) HIDDEN;     /* empty the thread cache into the pages */
 void vg_heap_tc_size(struct heap *h) HIDDEN;      /* of an empty cache, at the level in force */
 void vg_heap_drain(struct heap *h) HIDDEN;

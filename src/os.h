@@ -19,7 +19,8 @@ void *vg_os_map_aligned(size_t len, size_t align, int rw);
 void vg_os_unmap(void *p, size_t len);
 int vg_os_protect(void *p, size_t len, int rw);
 /* Read-only (ro=1) or read-write (ro=0): for vigil's own metadata in its
- * image (seal.c), so no annotation, and failure injected as for protect. */
+ * image (seal.c), so no annotation; its failure is injected apart (VG_FAIL_SEAL),
+ * so a test can refuse a run's guard and a registry page separately. */
 int vg_os_seal(void *p, size_t len, int ro);
 /* Return memory to the OS.  remap=0: MADV_DONTNEED (contents become
  * unspecified: qemu-user may not zero them).  remap=1: replace with a fresh
@@ -60,10 +61,10 @@ unsigned vg_os_parse_cpu_list(const char *s);
 int vg_os_parse_overcommit(const char *s);
 
 /* Fault injection for tests: while a bit is set, that primitive fails as the
- * kernel would (map/protect/remap return failure with ENOMEM; unmap and
+ * kernel would (map/protect/remap/seal return failure with ENOMEM; unmap and
  * decommit do their work but leave errno clobbered, as a failing syscall
  * would).  Checked only on the syscall paths. */
-enum { VG_FAIL_MAP = 1, VG_FAIL_UNMAP = 2, VG_FAIL_DECOMMIT = 4, VG_FAIL_PROTECT = 8, VG_FAIL_REMAP = 16 };
+enum { VG_FAIL_MAP = 1, VG_FAIL_UNMAP = 2, VG_FAIL_DECOMMIT = 4, VG_FAIL_PROTECT = 8, VG_FAIL_REMAP = 16, VG_FAIL_SEAL = 32 };
 extern _Atomic unsigned vg_os_fail_for_test;
 
 /* Syscall counters: tests check that free paths stay O(1) in syscalls. */

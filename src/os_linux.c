@@ -96,7 +96,7 @@ int vg_os_seal(void *p, size_t len, int ro) {
     return -1;
   }
   COUNT(protect);
-  if (INJECTED(VG_FAIL_PROTECT)) {
+  if (INJECTED(VG_FAIL_SEAL)) {
     errno = ENOMEM;
     return -1;
   }

@@ -252,8 +252,9 @@ static uint8_t *run_end(const void *p) {
  * are taken until one is alone in its run, at its start), or NULL; the
  * blocks taken on the way are in v[0..*n).  `guarded`: the first such run
  * that has a guard (the runs claimed before the level was set have none,
- * and a heap may keep an empty one), then two more, which must all have
- * one. */
+ * and the class's current page may be one of them, empty; vg_harden_set
+ * gave back the heap's other empty page), then two more, which must all
+ * have one. */
 #define FRESH_MAX 16384
 static uint8_t *fresh_run_block(size_t size, bool guarded, void **v, int *n) {
   uint8_t *first = NULL;
@@ -309,17 +310,22 @@ static void guards_reused(size_t unused) {
   _exit(over ? 0 : 3); /* 3: no span landed on a former guard: no test */
 }
 /* A guard the kernel refuses: the malloc that needs the new run fails with
- * ENOMEM, and the next one, once the kernel agrees again, succeeds. */
+ * ENOMEM, and the next one, once the kernel agrees again, succeeds.  Runs
+ * placed where a freed run's guard still is, over pages still committed,
+ * need no mprotect, and how many such places the earlier tests left depends
+ * on the decay timer; so the blocks are taken until one fails, up to 64 MiB
+ * of them, which is past what any earlier test freed.  Only vg_os_protect is
+ * refused (not the registry's seal, VG_FAIL_SEAL): new segments are mapped
+ * and registered, and the first run in fresh memory must protect a guard. */
 static void guard_refused(size_t unused) {
   (void)unused;
-  static void *v[FRESH_MAX];
   vg_harden_set(HARDEN_QUARANTINE);
-  int n = 0;
+  long n = 0;
   atomic_store(&vg_os_fail_for_test, VG_FAIL_PROTECT);
-  while (n < FRESH_MAX && (v[n] = vigil_malloc(24)) != NULL) n++;
+  while (n < (64L << 20) / 32 && vigil_malloc(24) != NULL) n++;
   int err = errno;
   atomic_store(&vg_os_fail_for_test, 0);
-  if (n == FRESH_MAX || err != ENOMEM) _exit(2);
+  if (n == (64L << 20) / 32 || err != ENOMEM) _exit(2);
   void *p = vigil_malloc(24);
   if (p == NULL || !page_of(p)->guard) _exit(3);
   _exit(0);
@@ -380,8 +386,7 @@ static void forge(size_t arg) {
   }
   _exit(0);
 }
-/* Takes new segments with 900 KiB spans (no guard slabs: their own
- * mprotect would fail first under VG_FAIL_PROTECT) until `want` more are
+/* Takes new segments with 900 KiB spans (spans have no guard slab) until `want` more are
  * mapped, or a malloc fails; the spans are in v[0..*n). */
 #define SPANS_MAX 64
 static bool new_segments(size_t want, void **v, int *n) {
@@ -393,20 +398,24 @@ static bool new_segments(size_t want, void **v, int *n) {
   return load_relaxed(&vg_segments_mapped) >= before + want;
 }
 /* A new segment whose registry page the kernel would not open: the malloc
- * fails with ENOMEM and no segment is left mapped; the next one succeeds. */
+ * that needed it fails with ENOMEM, no segment is mapped, and once the
+ * kernel agrees again the next malloc succeeds.  Small blocks, which have no
+ * other place to go (a span the registry refuses becomes a large block),
+ * taken until one fails: up to 128 MiB of them, past the room earlier tests
+ * left in the segments.  Only the registry's seal is refused (VG_FAIL_SEAL),
+ * not the runs' guards. */
 static void registry_refused(size_t unused) {
   (void)unused;
-  void *v[SPANS_MAX];
-  int n;
   vg_harden_set(HARDEN_QUARANTINE);
-  size_t before = load_relaxed(&vg_segments_mapped);
-  atomic_store(&vg_os_fail_for_test, VG_FAIL_PROTECT);
-  bool got = new_segments(1, v, &n);
+  size_t before = load_relaxed(&vg_segments_total);
+  long n = 0, max = (128L << 20) / 32;
+  atomic_store(&vg_os_fail_for_test, VG_FAIL_SEAL);
+  while (n < max && vigil_malloc(24) != NULL) n++;
   int err = errno;
   atomic_store(&vg_os_fail_for_test, 0);
-  if (got || err != ENOMEM) _exit(2);
-  if (load_relaxed(&vg_segments_mapped) != before) _exit(3);
-  if (!new_segments(1, v, &n)) _exit(4);
+  if (n == max || err != ENOMEM) _exit(2);
+  if (load_relaxed(&vg_segments_total) != before) _exit(3);
+  if (vigil_malloc(24) == NULL || load_relaxed(&vg_segments_total) != before + 1) _exit(4);
   _exit(0);
 }
 /* fresh: sealed by vigil's start-up (before this process's first call into
