@@ -102,11 +102,9 @@ static ALWAYS_INLINE void heap_free_local(struct heap *h, struct page *pg, struc
 void *vg_heap_alloc_past(struct heap *h, unsigned cls) HIDDEN;
 
 /* malloc of class cls: the thread cache, else the current page's free list.
- * Never the block this thread just freed: a free, a malloc of the same size
- * and a second free of the pointer would free the new owner's block; this
- * way the second free is a double free.  small_free puts a block behind the
- * cache's first one; a block it put into an empty cache or its page is
- * tc_last, which the next malloc of the class steps past. */
+ * Never the block of the class this thread freed last (tc_last): a free, a
+ * malloc of the same size and a second free of the pointer would free the
+ * new owner's block; this way the second free is a double free. */
 static ALWAYS_INLINE void *heap_alloc(struct heap *h, unsigned cls) {
   struct block *b = h->tc[cls];
   if (b != NULL) {
@@ -138,7 +136,7 @@ static ALWAYS_INLINE void free_to_page(struct heap *h, struct page *pg, struct b
 
 /* Free a block of a small page: into the thread cache while it has room,
  * else locally if this thread owns the page, else through the owner's remote
- * list.  The next malloc of the class does not hand it out (heap_alloc). */
+ * list.  It is the class's last freed block (heap_alloc). */
 static ALWAYS_INLINE void small_free(struct page *pg, void *p, enum violation bad) {
   uint32_t idx = slot_index(pg, p);
   if (unlikely(idx == UINT32_MAX)) vg_fatal(bad, p);
@@ -146,27 +144,17 @@ static ALWAYS_INLINE void small_free(struct page *pg, void *p, enum violation ba
   struct block *b = p;
   unsigned cls = pg->cls;
   if (likely(h != NULL)) {
+    h->tc_last[cls] = b;
     if (likely(h->tc_room[cls] != 0)) {
       /* Freed already: by some thread (the tag), or into its page (the bit). */
       if (unlikely(remote_freed(b) || !(bits_load(&pg->bits[idx / 64]) & slot_bit(idx))))
         vg_fatal(remote_freed(b) ? V_DOUBLE_FREE : slot_clear_why(pg, idx), b);
       blk_store(&b->next, remote_tag(b));
-      h->tc_room[cls]--;
-      struct block *head = h->tc[cls];
-      if (likely(head != NULL)) {
-        /* Behind the head: the next malloc of the class hands out an older
-         * block, with no step past (which would now hand out this one). */
-        blk_store(&b->rnext, encode(decode(blk_load(&head->rnext), head), b));
-        blk_store(&head->rnext, encode(b, head));
-        h->tc_last[cls] = NULL;
-        return;
-      }
-      blk_store(&b->rnext, encode(NULL, b));
+      blk_store(&b->rnext, encode(h->tc[cls], b));
       h->tc[cls] = b;
-      h->tc_last[cls] = b; /* the cache's only block: malloc steps past it */
+      h->tc_room[cls]--;
       return;
     }
-    h->tc_last[cls] = b; /* its page's newest: malloc steps past it */
   }
   free_to_page(h, pg, b, idx);
 }
