@@ -142,15 +142,18 @@ static void corrupt(int kind) {
       for (int i = 0; i < 20000; i++) (void)do_malloc(40);
       break;
     }
-    case 11: { /* a use-after-free write over a thread-cache link only (case 3
+    case 11: { /* a use-after-free write over thread-cache links only (case 3
                 * overwrites the tag too): the next pop checks the block the
                 * link leads to before it reads it */
       char *a = do_malloc(48), *b = do_malloc(48);
       do_free(a);
-      do_free(b); /* b's link points at a */
+      do_free(b);
+      memset(a + 8, 0x41, 8);
       memset(b + 8, 0x41, 8);
-      (void)do_malloc(48); /* b: its tag is intact */
-      (void)do_malloc(48); /* the forged link */
+      /* The cache's head (a block cached earlier, or a), then a or b: their
+       * tags are intact, and the pop after the first of them follows its
+       * forged link. */
+      for (int i = 0; i < 4; i++) (void)do_malloc(48);
       break;
     }
     case 12: { /* the same overwrite, read by mallinfo2, which walks the

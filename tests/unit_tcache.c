@@ -30,13 +30,12 @@ static void *mine[N];
 /* In another thread: free main's block, then malloc the same size. */
 static void *reuse(void *arg) {
   void *p = arg;
-  vigil_free(vigil_malloc(SIZE)); /* the thread's heap exists from its first malloc */
-  void *own = vigil_malloc(SIZE);
-  vigil_free(p);
-  vigil_free(own); /* the block freed last is not the next one (heap.h): p is */
-  void *q = vigil_malloc(SIZE);
+  vigil_free(vigil_malloc(SIZE)); /* the thread's heap exists from its first malloc; */
+  vigil_free(p);                  /* its cache holds that block, then p behind it (heap.h) */
+  void *own = vigil_malloc(SIZE), *q = vigil_malloc(SIZE);
   if (cache_on) CHECK(q == p, "a freed foreign block was not reused: freed %p, got %p", p, q);
-  else CHECK(q != p, "tcache_count=0, yet a foreign block came back: %p", p);
+  else CHECK(q != p && own != p, "tcache_count=0, yet a foreign block came back: %p", p);
+  vigil_free(own);
   memset(q, 0x5a, SIZE);
   return q; /* main frees it */
 }
