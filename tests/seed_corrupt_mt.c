@@ -150,9 +150,9 @@ static void corrupt(int kind) {
       do_free(b);
       memset(a + 8, 0x41, 8);
       memset(b + 8, 0x41, 8);
-      /* The cache's head (a block cached earlier, or a), then a or b: their
-       * tags are intact, and the pop after the first of them follows its
-       * forged link. */
+      /* Whatever order the cache hands out a and b in (their tags are
+       * intact), within these mallocs a forged link becomes the head and
+       * the next pop checks where it leads. */
       for (int i = 0; i < 4; i++) (void)do_malloc(48);
       break;
     }

@@ -320,12 +320,12 @@ static void guards_reused(size_t unused) {
 static void guard_refused(size_t unused) {
   (void)unused;
   vg_harden_set(HARDEN_QUARANTINE);
-  long n = 0;
+  long n = 0, max = (64L << 20) / 32;
   atomic_store(&vg_os_fail_for_test, VG_FAIL_PROTECT);
-  while (n < (64L << 20) / 32 && vigil_malloc(24) != NULL) n++;
+  while (n < max && vigil_malloc(24) != NULL) n++;
   int err = errno;
   atomic_store(&vg_os_fail_for_test, 0);
-  if (n == (64L << 20) / 32 || err != ENOMEM) _exit(2);
+  if (n == max || err != ENOMEM) _exit(2);
   void *p = vigil_malloc(24);
   if (p == NULL || !page_of(p)->guard) _exit(3);
   _exit(0);
@@ -386,8 +386,8 @@ static void forge(size_t arg) {
   }
   _exit(0);
 }
-/* Takes new segments with 900 KiB spans (spans have no guard slab) until `want` more are
- * mapped, or a malloc fails; the spans are in v[0..*n). */
+/* Takes new segments with 900 KiB spans (spans have no guard slab) until
+ * `want` more are mapped, or a malloc fails; the spans are in v[0..*n). */
 #define SPANS_MAX 64
 static bool new_segments(size_t want, void **v, int *n) {
   size_t before = load_relaxed(&vg_segments_mapped);
@@ -436,6 +436,11 @@ static void sealed_writes(bool fresh) {
 }
 static void sealed(void) {
   sealed_writes(false);
+  /* A length that is not whole pages is refused, not rounded up over a
+   * neighbour. */
+  errno = 0;
+  CHECK(vg_os_seal(&vg_ro, sizeof vg_ro - 1, 1) == -1 && errno == EINVAL,
+        "vg_os_seal of a part of a page: want -1 with EINVAL, errno %d", errno);
   /* Segments mapped and released while sealed: the registry still tells
    * them, and stays sealed. */
   vg_harden_set(HARDEN_QUARANTINE);

@@ -30,8 +30,10 @@ static void *mine[N];
 /* In another thread: free main's block, then malloc the same size. */
 static void *reuse(void *arg) {
   void *p = arg;
-  vigil_free(vigil_malloc(SIZE)); /* the thread's heap exists from its first malloc; */
-  vigil_free(p);                  /* its cache holds that block, then p behind it (heap.h) */
+  vigil_free(vigil_malloc(SIZE)); /* the thread's heap exists from its first malloc */
+  vigil_free(p);
+  /* The cache holds p and the thread's own block: malloc steps past p, the
+   * block freed last (heap.h), then takes it. */
   void *own = vigil_malloc(SIZE), *q = vigil_malloc(SIZE);
   if (cache_on) CHECK(q == p, "a freed foreign block was not reused: freed %p, got %p", p, q);
   else CHECK(q != p && own != p, "tcache_count=0, yet a foreign block came back: %p", p);
