@@ -2,12 +2,15 @@
 # make oss-fuzz-check: ci/oss-fuzz/build.sh run the way OSS-Fuzz runs it, then
 # its $OUT checked the way OSS-Fuzz's check_build checks a build.
 #
-#   ci/oss-fuzz/check.sh [-s SECONDS] [CONFIG...]
+#   ci/oss-fuzz/check.sh [-s SECONDS | -n RUNS] [CONFIG...]
 #     CONFIG: libfuzzer-address libfuzzer-undefined afl-address none-memory
 #     (default: all four).  none-memory: build.sh with MemorySanitizer and OSS-Fuzz's
 #     "none" engine (ci/oss-fuzz/standalone_main.c, as Debian has no
 #     MSan-built libFuzzer), every target run over its seed corpus.
 #     SECONDS: how long each target fuzzes at the end (default 10).
+#     RUNS: instead, each target fuzzes for its seed corpus and RUNS more
+#     inputs from a fixed seed (libFuzzer -seed=1337 -runs=; AFL++ -s 1337
+#     -E), so the run does the same work every time (make check's form).
 #
 # Each configuration works in a throw-away copy of the tracked files (as they
 # are in the working tree: uncommitted edits are tested, untracked and ignored
@@ -23,14 +26,18 @@
 #     coverage instrumentation and at least 100 edges; afl-fuzz starts
 #     ("All set and ready to roll") with no crash or hang at start-up;
 #   - libFuzzer: every seed of the seed corpus runs without a crash;
-#   - it fuzzes for SECONDS from its seed corpus, with its .options and .dict.
+#   - it fuzzes for SECONDS (or RUNS inputs) from its seed corpus, with its
+#     .options and .dict.
 # Exit 0 when every check of every configuration passed.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-secs=10
-while getopts s: o; do
-  case $o in s) secs=$OPTARG ;; *) echo "usage: $0 [-s SECONDS] [CONFIG...]" >&2; exit 2 ;; esac
+secs=10 runs=
+usage() { echo "usage: $0 [-s SECONDS | -n RUNS] [CONFIG...]" >&2; exit 2; }
+while getopts s:n: o; do
+  case $o in s) secs=$OPTARG ;; n) runs=$OPTARG ;; *) usage ;; esac
 done
+[[ $secs =~ ^[1-9][0-9]*$ ]] || { echo "oss-fuzz-check: -s wants a positive whole number of seconds, not '$secs'" >&2; usage; }
+[ -z "$runs" ] || [[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "oss-fuzz-check: -n wants a positive whole number of inputs, not '$runs'" >&2; usage; }
 shift $((OPTIND - 1))
 configs=("$@")
 [ ${#configs[@]} -gt 0 ] || configs=(libfuzzer-address libfuzzer-undefined afl-address none-memory)
@@ -153,10 +160,13 @@ check_config() {
           ok "seed corpus: no crash"
         else tail -5 "$log"; fail "a seed crashes"; fi
         mkdir -p "$work/corpus-$t" "$work/crashes-$t"
+        # -runs counts the seed corpus's inputs too.
+        local bound=(-max_total_time="$secs") what="${secs} s"
+        [ -z "$runs" ] || { bound=(-seed=1337 -runs=$(($(ls "$seeds" | wc -l) + runs))); what="the seeds and $runs inputs from seed 1337"; }
         # shellcheck disable=SC2086
-        if (cd "$work" && env "${renv[@]}" "$f" -max_total_time="$secs" -dict="$out/$t.dict" $lf_opts \
+        if (cd "$work" && env "${renv[@]}" "$f" "${bound[@]}" -dict="$out/$t.dict" $lf_opts \
           -artifact_prefix="$work/crashes-$t/" -print_final_stats=1 "$work/corpus-$t" "$seeds") >"$log" 2>&1; then
-          ok "fuzzed ${secs} s: $(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$') inputs, $(grep -oE '#[0-9]+.*cov: [0-9]+' "$log" | tail -1 | grep -oE 'cov: [0-9]+')"
+          ok "fuzzed $what: $(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$') inputs, $(grep -oE '#[0-9]+.*cov: [0-9]+' "$log" | tail -1 | grep -oE 'cov: [0-9]+')"
         else grep -m3 -E "ERROR|vigil oracle|SUMMARY" "$log"; fail "$t crashed while fuzzing (artifact in $work/crashes-$t, log $log)"; fi
         ;;
       none)
@@ -170,15 +180,17 @@ check_config() {
         local -a aenv=(AFL_NO_UI=1 AFL_SKIP_CPUFREQ=1 AFL_NO_AFFINITY=1 AFL_FORKSRV_INIT_TMOUT=30000
           AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 ASAN_OPTIONS="$asan_opts${as_opts:+:$as_opts}:abort_on_error=1:symbolize=0")
         rm -rf "$work/afl-$t"
-        (cd "$work" && env "${aenv[@]}" timeout -k 5 $((secs + 60)) afl-fuzz -i "$seeds" -o "$work/afl-$t" \
-          -x "$out/$t.dict" -V "$secs" -t 10000 -- "$f") >"$log" 2>&1
+        local bound=(-V "$secs") what="${secs} s" limit=$((secs + 60))
+        [ -z "$runs" ] || { bound=(-s 1337 -E "$runs"); what="about $runs inputs from seed 1337"; limit=600; }
+        (cd "$work" && env "${aenv[@]}" timeout -k 5 $limit afl-fuzz -i "$seeds" -o "$work/afl-$t" \
+          -x "$out/$t.dict" "${bound[@]}" -t 10000 -- "$f") >"$log" 2>&1
         local crashes
         crashes=$(find "$work/afl-$t" -path '*/crashes/id:*' 2>/dev/null | wc -l)
         if grep -q "All set and ready to roll" "$log" && ! grep -qE "target binary (crashed|terminated)" "$log"; then
           ok "afl-fuzz started"
         else grep -m5 -E "PROGRAM ABORT|ERROR|crashed|terminated" "$log"; fail "afl-fuzz did not start (log $log)"; fi
         if [ "$crashes" -eq 0 ]; then
-          ok "fuzzed ${secs} s: $(sed -n 's/^execs_done *: *//p' "$work/afl-$t"/default/fuzzer_stats 2>/dev/null) inputs"
+          ok "fuzzed $what: $(sed -n 's/^execs_done *: *//p' "$work/afl-$t"/default/fuzzer_stats 2>/dev/null) inputs"
         else fail "$t: $crashes crashes while fuzzing ($work/afl-$t)"; fi
         ;;
     esac
