@@ -28,7 +28,9 @@
  * (its value divided by KINDS, modulo 4), byte 1 the op index at which it happens, byte 2 its
  * size/offset (an overflow of k >= 128 runs to the end of the block's run;
  * a foreign free with k >= 128 forges the secret, k >= 192 the registry,
- * first), byte 3 the slot; the
+ * first; before a double free across threads with k odd, the program
+ * fills its thread cache for the size, so its second free goes to the
+ * page), byte 3 the slot; the
  * rest is a program. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -93,6 +95,15 @@ __attribute__((no_sanitize("address"), noinline)) static void scribble(unsigned 
 _Noreturn static void undetected(const char *what) {
   fprintf(stderr, "corrupt: vigil returned from a %s\n", what);
   _exit(3);
+}
+
+/* Fill the calling thread's cache for blocks of n bytes: one block held
+ * (the one freed last) and tcache_count cached; these stay (leaked). */
+static void fill_cache(size_t n) {
+  void *v[255 + 2]; /* 255: tcache_count's maximum (src/options.def) */
+  size_t count = vg_option(OPT_tcache_count) + 2;
+  for (size_t i = 0; i < count; i++) v[i] = vigil_malloc(n);
+  for (size_t i = 0; i < count; i++) vigil_free(v[i]);
 }
 
 static void *free_it(void *p) {
@@ -171,6 +182,7 @@ static void corrupt(size_t index, struct model *m, void *ctx) {
       pthread_t t;
       if (pthread_create(&t, NULL, free_it, p) == 0) pthread_join(t, NULL);
       else free_it(p); /* no thread to be had: a plain double free, still fatal */
+      if (pl->k % 2) fill_cache(b->req);
       vigil_free(p);
       undetected("double free across threads");
     }

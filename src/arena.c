@@ -438,7 +438,7 @@ static struct heap *heap_new(void) {
   }
   if (h != NULL) {
     for (unsigned c = 0; c < VG_NCLASSES; c++) {
-      h->tc[c] = h->tc_last[c] = NULL;
+      h->tc[c] = h->tc_held[c] = NULL;
       h->cur[c] = &vg_empty_page;
       h->avail[c] = NULL;
       h->spare[c] = NULL;

@@ -133,20 +133,6 @@ void *vg_heap_alloc_slow(struct heap *h, unsigned cls) {
   return heap_pop(pg, pg->free);
 }
 
-/* malloc of class cls when the block it would hand out, the current page's
- * first, is the class's last freed one (heap_alloc steps past the thread
- * cache's itself): that block steps aside while the next one is taken,
- * then goes back where it was.  Once: it may be the one after (so a run of
- * mallocs with no free between does not pay this each time). */
-void *vg_heap_alloc_past(struct heap *h, unsigned cls) {
-  h->tc_last[cls] = NULL;
-  struct page *pg = h->cur[cls];
-  struct block *b = heap_pop(pg, pg->free);
-  void *q = heap_alloc(h, cls); /* the page's next block, or another page's */
-  heap_free_slot(h, pg, b, slot_index(pg, b));
-  return q;
-}
-
 /* Push the chain first..last, linked through rnext, on o's remote stack;
  * false when o is closed. */
 static bool remote_push(struct heap *o, struct block *first, struct block *last) {
@@ -205,9 +191,14 @@ void vg_heap_free_remote(struct page *pg, struct block *b, uint32_t idx) {
   if (h->rb_n == VG_RB_MAX) vg_heap_flush_remote(h);
 }
 
-/* Each cached block goes back to its page: this heap's, or its owner's
- * through the remote batch.  At thread exit, and for malloc_trim. */
+/* Each cached or held block goes back to its page: this heap's, or its
+ * owner's through the remote batch.  At thread exit, and for malloc_trim. */
 void vg_heap_tc_flush(struct heap *h) {
+  for (unsigned c = 0; c < VG_NCLASSES; c++) {
+    struct block *held = h->tc_held[c];
+    h->tc_held[c] = NULL;
+    if (held != NULL) held_to_page(h, held);
+  }
   for (unsigned c = 0; c < VG_TC_CLASSES; c++) {
     while (h->tc[c] != NULL) {
       struct block *b = tc_pop(h, c, h->tc[c]);

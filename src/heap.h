@@ -1,8 +1,9 @@
 /* The thread heap's fast paths: no lock, no atomic read-modify-write.
  * malloc: pop the class's thread cache, or else the current page's free
  * list and set the slot's bit.  free: find the page by masking, check the
- * slot boundary, the tag and the bit, push on the thread cache, or else on
- * the page's free list.  Everything else is a call into heap.c. */
+ * slot boundary, the tag and the bit, hold the block back in place of the
+ * one held before, which goes on the thread cache, or else on the page's
+ * free list.  Everything else is a call into heap.c. */
 #ifndef VIGIL_HEAP_H
 #define VIGIL_HEAP_H
 
@@ -45,9 +46,9 @@ static ALWAYS_INLINE struct page *page_of(const void *p) {
  * frees another thread's block reuses it while it is hot, instead of sending
  * it home through a remote list (glibc's tcache does the same; without it a
  * ring of threads freeing each other's blocks ran at 0.93 of glibc).
- * A cached block keeps its allocation bit and carries the remote tag, so a
- * second free, realloc or malloc_usable_size of it is a double free wherever
- * it is made.  Its link is the second word, encoded, and a pop checks the
+ * A cached block, like a held one (small_free), keeps its allocation bit and
+ * carries the remote tag, so a second free, realloc or malloc_usable_size of
+ * it is a double free wherever it is made.  Its link is the second word, encoded, and a pop checks the
  * block as the drain checks a remote entry, before it reads the link.
  * tc_entry gives b's page if b can be a cached block of class cls, else NULL. */
 static ALWAYS_INLINE struct page *tc_entry(unsigned cls, const struct block *b) {
@@ -99,32 +100,15 @@ static ALWAYS_INLINE void heap_free_local(struct heap *h, struct page *pg, struc
   heap_free_slot(h, pg, b, idx);
 }
 
-void *vg_heap_alloc_past(struct heap *h, unsigned cls) HIDDEN;
-
 /* malloc of class cls: the thread cache, else the current page's free list.
- * Never the block of the class this thread freed last (tc_last): a free, a
- * malloc of the same size and a second free of the pointer would free the
- * new owner's block; this way the second free is a double free. */
+ * The block of the class this thread freed last is in neither (small_free). */
 static ALWAYS_INLINE void *heap_alloc(struct heap *h, unsigned cls) {
   struct block *b = h->tc[cls];
-  if (b != NULL) {
-    if (likely(b != h->tc_last[cls])) return tc_pop(h, cls, b);
-    /* Once past it: its successor, unlinked from behind it (checked first,
-     * as tc_pop checks), else a page's block. */
-    h->tc_last[cls] = NULL;
-    struct block *second = decode(blk_load(&b->rnext), b);
-    if (second != NULL) {
-      (void)tc_check(cls, second);
-      blk_store(&b->rnext, encode(decode(blk_load(&second->rnext), second), b));
-      h->tc_room[cls]++;
-      blk_store(&second->next, 0);
-      return second;
-    }
-  }
+  if (b != NULL) return tc_pop(h, cls, b);
   struct page *pg = h->cur[cls];
   b = pg->free;
   if (unlikely(b == NULL)) return vg_heap_alloc_slow(h, cls);
-  return likely(b != h->tc_last[cls]) ? heap_pop(pg, b) : vg_heap_alloc_past(h, cls);
+  return heap_pop(pg, b);
 }
 
 /* A validated block, not tagged, back to its page: locally if this thread
@@ -134,27 +118,47 @@ static ALWAYS_INLINE void free_to_page(struct heap *h, struct page *pg, struct b
   else vg_heap_free_remote(pg, b, idx);
 }
 
-/* Free a block of a small page: into the thread cache while it has room,
- * else locally if this thread owns the page, else through the owner's remote
- * list.  It is the class's last freed block (heap_alloc). */
+/* A block small_free held, its tag cleared, back to its page. */
+static ALWAYS_INLINE void held_to_page(struct heap *h, struct block *b) {
+  blk_store(&b->next, 0);
+  struct page *pg = page_of(b);
+  free_to_page(h, pg, b, slot_index(pg, b));
+}
+
+/* Free a block of a small page.  It is held out of reach, tagged, as the
+ * class's last freed block (tc_held), so the next malloc does not hand it
+ * out: a free, a malloc of the same size and a second free of the pointer
+ * would free the new owner's block; this way the second free is a double
+ * free.  The block it replaces goes into the thread cache, or to its page
+ * when the class has no cache.  When the cache is full the block goes to
+ * its page at once: malloc takes the cache's blocks first.  A page's block
+ * goes back locally if this thread owns the page, else through the owner's
+ * remote list. */
 static ALWAYS_INLINE void small_free(struct page *pg, void *p, enum violation bad) {
   uint32_t idx = slot_index(pg, p);
   if (unlikely(idx == UINT32_MAX)) vg_fatal(bad, p);
   struct heap *h = vg_tl_heap;
   struct block *b = p;
   unsigned cls = pg->cls;
-  if (likely(h != NULL)) {
-    h->tc_last[cls] = b;
+  if (likely(h != NULL) && (likely(h->tc_room[cls] != 0) || h->tc[cls] == NULL)) {
+    /* Freed already: by some thread (the tag), or into its page (the bit). */
+    if (unlikely(remote_freed(b) || !(bits_load(&pg->bits[idx / 64]) & slot_bit(idx))))
+      vg_fatal(remote_freed(b) ? V_DOUBLE_FREE : slot_clear_why(pg, idx), b);
+    blk_store(&b->next, remote_tag(b));
+    struct block *old = h->tc_held[cls];
+    h->tc_held[cls] = b;
+    if (old == NULL) return;
+    /* A write after free over the held block's tag is seen here, or as a
+     * double free if that block is the one freed again. */
+    if (unlikely(old == b || !remote_freed(old))) vg_fatal(old == b ? V_DOUBLE_FREE : V_CORRUPT_FREELIST, old);
     if (likely(h->tc_room[cls] != 0)) {
-      /* Freed already: by some thread (the tag), or into its page (the bit). */
-      if (unlikely(remote_freed(b) || !(bits_load(&pg->bits[idx / 64]) & slot_bit(idx))))
-        vg_fatal(remote_freed(b) ? V_DOUBLE_FREE : slot_clear_why(pg, idx), b);
-      blk_store(&b->next, remote_tag(b));
-      blk_store(&b->rnext, encode(h->tc[cls], b));
-      h->tc[cls] = b;
+      blk_store(&old->rnext, encode(h->tc[cls], old));
+      h->tc[cls] = old;
       h->tc_room[cls]--;
-      return;
+    } else {
+      held_to_page(h, old);
     }
+    return;
   }
   free_to_page(h, pg, b, idx);
 }

@@ -260,7 +260,7 @@ enum heap_state { HEAP_FREE, HEAP_LIVE, HEAP_ORPHANED };
 struct heap {
   struct block *tc[VG_NCLASSES];   /* thread cache: freed blocks of any heap, tagged (heap.h) */
   uint8_t tc_room[VG_NCLASSES];    /* blocks tc[c] may still take; 0 above VG_TC_CLASSES */
-  struct block *tc_last[VG_NCLASSES]; /* the block of the class this thread freed last (heap.h) */
+  struct block *tc_held[VG_NCLASSES]; /* the block of the class this thread freed last, held back (heap.h) */
   /* harden = 1 (harden.h): the cache is a FIFO, with its last block here,
    * and a class's first block is handed out only while tc_room is below
    * tc_pop_below: the newest VG_QFIFO_CANARY blocks stay. */

@@ -55,13 +55,16 @@ static void count_free(struct totals *t, struct page *pg, unsigned only) {
   t->class_free[pg->cls]++;
 }
 
-/* Blocks in the calling thread's cache and quarantine (harden.c; a held
- * span counts as free already) are free to it, so they count as free here.
+/* Blocks the calling thread holds (heap.h), caches and quarantines
+ * (harden.c; a held span counts as free already) are free to it, so they
+ * count as free here.
  * Other threads' cannot be read safely, so their blocks count as in use,
  * as glibc counts the chunks in its tcaches. */
 static void own_cache(struct totals *t, unsigned only) {
   struct heap *h = vg_tl_heap;
   if (h == NULL) return;
+  for (unsigned c = 0; c < VG_NCLASSES; c++)
+    if (h->tc_held[c] != NULL) count_free(t, page_of(h->tc_held[c]), only);
   for (unsigned c = 0; c < VG_TC_CLASSES; c++)
     for (struct block *b = h->tc[c]; b != NULL; b = decode(blk_load(&b->rnext), b))
       count_free(t, tc_check(c, b), only); /* checked as a pop would, before the link is read */

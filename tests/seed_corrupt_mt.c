@@ -85,10 +85,11 @@ static void corrupt(int kind) {
       do_free(stack + 16);
       break;
     }
-    case 3: { /* use-after-free write over a free-list link */
-      char *a = do_malloc(48), *b = do_malloc(48);
+    case 3: { /* use-after-free write over a free-list link and the tag */
+      char *a = do_malloc(48), *b = do_malloc(48), *c = do_malloc(48);
       do_free(a);
-      do_free(b); /* b's link points at a */
+      do_free(b); /* b is held back, a in the cache */
+      do_free(c); /* c is held, b joins the cache: its link points at a */
       memset(b, 0x41, 16);
       for (int i = 0; i < 64; i++) (void)do_malloc(48);
       break;
@@ -158,9 +159,10 @@ static void corrupt(int kind) {
     }
     case 12: { /* the same overwrite, read by mallinfo2, which walks the
                 * caller's cache to count it as free */
-      char *a = do_malloc(48), *b = do_malloc(48);
+      char *a = do_malloc(48), *b = do_malloc(48), *c = do_malloc(48);
       do_free(a);
       do_free(b);
+      do_free(c); /* the cache: b, linked to a; c held */
       memset(b + 8, 0x41, 8);
       (void)mallinfo2();
       break;

@@ -3,9 +3,10 @@
  * blocks a class; the rest go home through the owner's remote list, and at
  * thread exit the cache empties into the pages.
  *
- * The block of a class freed last is not the next one handed out (the cache
- * or the page steps past it once), so a double free after a malloc of the
- * same size is still a double free.
+ * The block of a class freed last is held back, in neither the cache nor
+ * its page, until the thread's next free of that class, so it is not the
+ * next one handed out and a double free after a malloc of the same size is
+ * still a double free.
  *
  * The program runs twice: as itself (default options), and again as a child
  * with VIGIL_OPTIONS=tcache_count=0, where the same steps must show the
@@ -31,13 +32,15 @@ static void *mine[N];
 static void *reuse(void *arg) {
   void *p = arg;
   vigil_free(vigil_malloc(SIZE)); /* the thread's heap exists from its first malloc */
+  void *own = vigil_malloc(SIZE);
   vigil_free(p);
-  /* The cache holds p and the thread's own block: malloc steps past p, the
-   * block freed last (heap.h), then takes it. */
-  void *own = vigil_malloc(SIZE), *q = vigil_malloc(SIZE);
-  if (cache_on) CHECK(q == p, "a freed foreign block was not reused: freed %p, got %p", p, q);
-  else CHECK(q != p && own != p, "tcache_count=0, yet a foreign block came back: %p", p);
+  /* p is held back as the block freed last; the next free puts it in the
+   * cache (or, with no cache, sends it home), and holds own instead. */
   vigil_free(own);
+  void *q = vigil_malloc(SIZE);
+  if (cache_on) CHECK(q == p, "a freed foreign block was not reused: freed %p, got %p", p, q);
+  else CHECK(q != p, "tcache_count=0, yet a foreign block came back: %p", p);
+  CHECK(q != own, "the block freed last, %p, was the next one handed out", own);
   memset(q, 0x5a, SIZE);
   return q; /* main frees it */
 }
@@ -76,14 +79,17 @@ static void run(void) {
   unsigned cls = size_class(SIZE);
   void *r = vigil_malloc(SIZE);
   vigil_free(r);
-  CHECK((h->tc[cls] == r) == cache_on, "after a free, the cache's head is %p (freed %p)", (void *)h->tc[cls], r);
-  /* The block freed last is not the next one handed out, cache or not. */
-  CHECK(h->tc_last[cls] == r, "the class's last freed block is %p (freed %p)", (void *)h->tc_last[cls], r);
+  /* The block freed last is held, not cached, so it is not the next one
+   * handed out, cache or not. */
+  CHECK(h->tc_held[cls] == r && h->tc[cls] != r, "after a free of %p, the held block is %p and the cache's head %p", r,
+        (void *)h->tc_held[cls], (void *)h->tc[cls]);
   void *next = vigil_malloc(SIZE);
   CHECK(next != r, "the block just freed, %p, was the next one handed out", r);
   vigil_free(next);
+  CHECK((h->tc[cls] == r) == cache_on, "the next free put %p in the cache: head %p", r, (void *)h->tc[cls]);
   vigil_malloc_trim(0);
-  CHECK(h->tc[cls] == NULL, "malloc_trim left %p in the cache", (void *)h->tc[cls]);
+  CHECK(h->tc[cls] == NULL && h->tc_held[cls] == NULL, "malloc_trim left %p in the cache, %p held", (void *)h->tc[cls],
+        (void *)h->tc_held[cls]);
   void *s = vigil_malloc(SIZE);
   CHECK(s == r || s == next, "a trimmed block (%p or %p) should be first on its page's free list, got %p", r, next, s);
   vigil_free(s);
