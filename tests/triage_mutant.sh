@@ -138,14 +138,15 @@ grep -A12 "^stack (the TSan build's report, host)" "$rout" | grep -qE 'src/heap\
   bad "relaxed push: the TSan stack does not reach src/heap.c"
 
 # A write past a block inside vigil: calloc-overzero zeroes 16 bytes past
-# the request.  Only the poisoned tail sees it on calloc-zero.ops; the real
+# the request.  Only the poisoned tail sees it on calloc-tail.ops (a 200-byte
+# request in a 224-byte slot: the write stays in the slot); the real
 # tree's ASan build must pass the same input, so the report is the bug's.
 oz=$work/overzero
 mkdir -p "$oz"
 tar --exclude='./build*' --exclude=./.git -C "$ROOT" -cf - . | tar -xf - -C "$oz"
 (cd "$oz" && patch -s -p1 <fuzz/mutants/calloc-overzero.patch) || { echo "FAIL: calloc-overzero.patch does not apply"; exit 1; }
 zout=$log/triage-overzero.log
-(cd "$oz" && env -u MAKEFLAGS make -s --no-print-directory triage INPUT=corpus/api/calloc-zero.ops \
+(cd "$oz" && env -u MAKEFLAGS make -s --no-print-directory triage INPUT=corpus/api/calloc-tail.ops \
    ARCHES= "VARIANTS=release asan" RUNS=1 MINIMIZE=0) >"$zout" 2>&1 || bad "make triage on the calloc-overzero mutant failed"
 grep -qE '^host release +0/1 +pass' "$zout" || bad "calloc-overzero: the release build should pass this input"
 grep -qE '^host asan +1/1 +exit 1: .*ERROR: AddressSanitizer: use-after-poison' "$zout" ||
@@ -158,8 +159,8 @@ grep -A3 "^stack (the ASan build's report, host)" "$zout" | grep -A2 'ERROR: Add
 grep -q "^ *vigil: 0x[0-9a-f]* is 0 bytes after the live [0-9]*-byte block" "$zout" ||
   bad "calloc-overzero: the stack does not show vigil's history of the block"
 make -s -C "$ROOT" --no-print-directory "$BUILD/fuzz/replay-asan/api" >/dev/null 2>&1
-ASAN_OPTIONS=detect_leaks=0 "$ROOT/$BUILD/fuzz/replay-asan/api" -q corpus/api/calloc-zero.ops >"$log/overzero-real.log" 2>&1 ||
-  bad "calloc-zero.ops fails under ASan on the real tree: $(grep -m1 ERROR "$log/overzero-real.log")"
+ASAN_OPTIONS=detect_leaks=0 "$ROOT/$BUILD/fuzz/replay-asan/api" -q corpus/api/calloc-tail.ops >"$log/overzero-real.log" 2>&1 ||
+  bad "calloc-tail.ops fails under ASan on the real tree: $(grep -m1 ERROR "$log/overzero-real.log")"
 
 if [ $fail -ne 0 ]; then
   echo "--- make triage output:"; cat "$out"
