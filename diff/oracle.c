@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "oracle.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -65,9 +66,13 @@ struct run {
   void *gslot[PROG_SLOTS], *gmail[PROG_MAILBOXES];
   pthread_t th[PROG_THREADS];
   int th_live[PROG_THREADS];
-  pthread_cond_t mail_cond; /* signalled under m.lock when a mailbox fills */
+  pthread_cond_t mail_cond; /* broadcast under m.lock when a pass has run */
   int perturb;              /* M_PERTURB is on: both allocators write every new block */
-  _Atomic long wait_budget_ms; /* recv waits share this, so no program runs for long */
+  /* The program's happens-before, decided before it runs (plan_handoffs):
+   * the pass a recv waits for (NO_PASS: none, it returns at once), and
+   * which passes have run (under m.lock). */
+  uint16_t recv_waits_for[PROG_MAX_OPS];
+  uint8_t pass_done[PROG_MAX_OPS];
   struct cost cost;
   int nlive; /* spawned threads running (the main thread's count): syscall counts are then in flux */
 };
@@ -368,6 +373,46 @@ static void join(struct run *r, unsigned t) {
   }
 }
 
+/* Which pass each recv waits for, decided from the program alone: the
+ * last pass on the same mailbox before it in program order that runs in
+ * this process (not in a fork child's range).  So every wait is for an
+ * earlier op, and waits cannot form a cycle: a thread blocks only on a
+ * pass with a lower index than its own op, in a thread that main spawned
+ * before it (or main itself, whose ops before a spawn have run), which
+ * blocks in turn only on a lower index.  A recv with no such pass returns
+ * at once.  Nothing is timed: the same program makes the same handoffs on
+ * every run, and only the real races between threads remain. */
+#define NO_PASS UINT16_MAX
+static_assert(PROG_MAX_OPS <= NO_PASS, "op indices fit recv_waits_for");
+
+static void note_handoff(struct run *r, size_t k, size_t *last_pass) {
+  const struct op *o = &r->ops[k];
+  r->recv_waits_for[k] = NO_PASS;
+  if (o->kind == OP_PASS) last_pass[o->mailbox] = k;
+  else if (o->kind == OP_RECV && r->cfg->allow_threads) r->recv_waits_for[k] = (uint16_t)last_pass[o->mailbox];
+}
+
+/* Walks the program as exec_range runs it: main's ops, a spawn's stream (in
+ * which a spawn or fork is ignored and its ops run inline), and a fork's
+ * sub-program, which runs in the child only. */
+static void plan_handoffs(struct run *r) {
+  const struct oracle_config *cfg = r->cfg;
+  size_t last_pass[PROG_MAILBOXES];
+  for (unsigned b = 0; b < PROG_MAILBOXES; b++) last_pass[b] = NO_PASS;
+  for (size_t i = 0; i < r->n; i++) {
+    const struct op *o = &r->ops[i];
+    size_t end = i + 1 + o->count < r->n ? i + 1 + o->count : r->n;
+    int fork = o->kind == OP_FORK && cfg->allow_fork, spawn = o->kind == OP_SPAWN && cfg->allow_threads;
+    note_handoff(r, i, last_pass);
+    if (!fork && !spawn) continue;
+    for (size_t k = i + 1; k < end; k++) {
+      if (spawn) note_handoff(r, k, last_pass);
+      else r->recv_waits_for[k] = NO_PASS;
+    }
+    i = end - 1;
+  }
+}
+
 static void exec_pass(struct run *r, unsigned t, size_t i, const struct op *o) {
   unsigned s = (o->slot % 16u) + 16u * t;
   pthread_mutex_lock(&r->m.lock);
@@ -379,25 +424,21 @@ static void exec_pass(struct run *r, unsigned t, size_t i, const struct op *o) {
       r->gmail[o->mailbox] = r->gslot[s];
       r->gslot[s] = NULL;
     }
-    pthread_cond_broadcast(&r->mail_cond);
   }
+  r->pass_done[i] = 1;
+  pthread_cond_broadcast(&r->mail_cond);
   pthread_mutex_unlock(&r->m.lock);
-  (void)i;
 }
 
 static void exec_recv(struct run *r, unsigned t, size_t i, const struct op *o, int may_wait) {
   unsigned s = (o->slot % 16u) + 16u * t;
   release(r, i, o, &r->m.slot[s]);
   if (r->glibc) glibc_release(&r->gslot[s]);
-  struct timespec until;
-  clock_gettime(CLOCK_REALTIME, &until);
-  until.tv_nsec += 20 * 1000000L;
-  if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
   pthread_mutex_lock(&r->m.lock);
   struct mblock *box = &r->m.mailbox[o->mailbox];
-  if (may_wait && atomic_fetch_sub(&r->wait_budget_ms, 20) <= 0) may_wait = 0;
-  while (!box->p && may_wait)
-    if (pthread_cond_timedwait(&r->mail_cond, &r->m.lock, &until) != 0) break;
+  size_t pass = r->recv_waits_for[i];
+  if (may_wait && pass != NO_PASS)
+    while (!r->pass_done[pass]) pthread_cond_wait(&r->mail_cond, &r->m.lock);
   if (box->p) {
     r->m.slot[s] = *box;
     box->p = NULL;
@@ -411,9 +452,17 @@ static void exec_recv(struct run *r, unsigned t, size_t i, const struct op *o, i
 
 /* ---- fork ---- */
 /* fork() itself can deadlock (a fork handler taking locks in the wrong
- * order): a watchdog thread turns a fork() that takes over 10 s into a
- * failure.  alarm() is not used: libFuzzer owns SIGALRM. */
-static _Atomic uint64_t fork_since;
+ * order), and a child can hang: a watchdog thread, asleep until a deadline
+ * 10 s away, turns either into a failure.  While the fork and the child
+ * are healthy it costs nothing: it is armed before fork() and disarmed
+ * after waitpid(), and it wakes only when a deadline passes (or when it is
+ * armed from idle).  alarm() is not used: libFuzzer owns SIGALRM. */
+#define FORK_DEADLINE_NS 10000000000u
+static pthread_mutex_t wd_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wd_cond; /* on CLOCK_MONOTONIC */
+static uint64_t wd_deadline;   /* 0: disarmed */
+static pid_t wd_child;         /* 0: the parent is in fork(); else the child to kill */
+static int wd_idle, wd_killed;
 
 /* Where a fork child is, for the message when it hangs: in a page shared
  * with the parent, 0 until the child's first instruction after fork(), then
@@ -431,13 +480,24 @@ static uint64_t now_ns(void) {
 
 static void *fork_watchdog(void *arg) {
   (void)arg;
+  pthread_mutex_lock(&wd_lock);
   for (;;) {
-    usleep(100000);
-    uint64_t t = atomic_load(&fork_since);
-    if (t && now_ns() - t > 10000000000u) {
+    uint64_t now = now_ns();
+    if (wd_deadline == 0) {
+      wd_idle = 1;
+      pthread_cond_wait(&wd_cond, &wd_lock);
+      wd_idle = 0;
+    } else if (now < wd_deadline) {
+      struct timespec until = {(time_t)(wd_deadline / 1000000000u), (long)(wd_deadline % 1000000000u)};
+      pthread_cond_timedwait(&wd_cond, &wd_lock, &until);
+    } else if (wd_child == 0) {
       static const char msg[] = "vigil oracle: fork() did not return within 10 s (deadlock in a fork handler?)\n";
       (void)!write(2, msg, sizeof msg - 1);
       abort();
+    } else {
+      kill(wd_child, SIGKILL); /* the parent's waitpid reports it */
+      wd_killed = 1;
+      wd_deadline = 0;
     }
   }
   return NULL;
@@ -446,6 +506,11 @@ static void *fork_watchdog(void *arg) {
 static void start_watchdog(void) {
   void *page = mmap(NULL, sizeof *fork_at, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (page != MAP_FAILED) fork_at = page;
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&wd_cond, &ca);
+  pthread_condattr_destroy(&ca);
   pthread_t t;
   pthread_attr_t a;
   pthread_attr_init(&a);
@@ -454,19 +519,34 @@ static void start_watchdog(void) {
   pthread_attr_destroy(&a);
 }
 
+/* Arms the watchdog for `child` (0: fork() itself), or disarms it (deadline
+ * 0); returns whether it killed the child it was armed for. */
+static int watchdog_set(pid_t child, uint64_t deadline) {
+  pthread_mutex_lock(&wd_lock);
+  int killed = wd_killed;
+  wd_killed = 0;
+  wd_child = child;
+  wd_deadline = deadline;
+  if (deadline && wd_idle) pthread_cond_signal(&wd_cond);
+  pthread_mutex_unlock(&wd_lock);
+  return killed;
+}
+
 static void exec_fork(struct run *r, size_t i, const struct op *o, size_t from, size_t to) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, start_watchdog);
   fflush(NULL);
-  atomic_store(&fork_since, now_ns());
+  watchdog_set(0, now_ns() + FORK_DEADLINE_NS);
   /* Fork holding the model's lock, so that the child does not inherit it
    * held by a spawned thread that does not exist there. */
   if (fork_at) atomic_store(fork_at, 0);
   pthread_mutex_lock(&r->m.lock);
   pid_t pid = fork();
   pthread_mutex_unlock(&r->m.lock);
-  if (pid != 0) atomic_store(&fork_since, 0);
-  if (pid < 0) FAIL("fork failed: %s", strerror(errno));
+  if (pid < 0) {
+    watchdog_set(0, 0);
+    FAIL("fork failed: %s", strerror(errno));
+  }
   if (pid == 0) {
     if (fork_at) atomic_store(fork_at, from);
     signal(SIGABRT, SIG_DFL); /* the fuzzer's handlers are the parent's business */
@@ -483,22 +563,20 @@ static void exec_fork(struct run *r, size_t i, const struct op *o, size_t from, 
     cost_report(&r->cost, "fork child", to - from, r->m.pages.peak);
     _exit(0); /* never exit(): the fuzzer's hooks must not run in the child */
   }
+  watchdog_set(pid, now_ns() + FORK_DEADLINE_NS);
   int st = 0;
-  for (int waited = 0;; waited++) {
-    pid_t w = waitpid(pid, &st, WNOHANG);
-    if (w == pid) break;
-    if (w < 0 && errno != EINTR) FAIL("waitpid: %s", strerror(errno));
-    if (waited > 10000) { /* 10 s */
-      kill(pid, SIGKILL);
-      waitpid(pid, &st, 0);
-      size_t at = fork_at ? atomic_load(fork_at) : FORK_AT_DONE - 1;
-      if (at == 0) FAIL("the fork child hung before its first op, in fork()'s return (killed after 10 s)");
-      if (at == FORK_AT_DONE) FAIL("the fork child hung after its last op, on its way out (killed after 10 s)");
-      if (at == FORK_AT_DONE - 1) FAIL("the fork child hung (killed after 10 s)");
-      oracle_fail(r->cfg->target, at - 1, &r->ops[at - 1],
-                  "the fork child (of op #%zu) hung in this op (killed after 10 s)", i);
-    }
-    usleep(1000);
+  pid_t w;
+  while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR) {
+  }
+  int killed = watchdog_set(0, 0);
+  if (w < 0) FAIL("waitpid: %s", strerror(errno));
+  if (killed) {
+    size_t at = fork_at ? atomic_load(fork_at) : FORK_AT_DONE - 1;
+    if (at == 0) FAIL("the fork child hung before its first op, in fork()'s return (killed after 10 s)");
+    if (at == FORK_AT_DONE) FAIL("the fork child hung after its last op, on its way out (killed after 10 s)");
+    if (at == FORK_AT_DONE - 1) FAIL("the fork child hung (killed after 10 s)");
+    oracle_fail(r->cfg->target, at - 1, &r->ops[at - 1],
+                "the fork child (of op #%zu) hung in this op (killed after 10 s)", i);
   }
   if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
     FAIL("the fork child %s %d", WIFSIGNALED(st) ? "died of signal" : "exited with",
@@ -671,7 +749,7 @@ void oracle_run(const struct op *ops, size_t n, const struct oracle_config *cfg)
   r->n = n;
   r->cfg = cfg;
   r->glibc = cfg->compare_glibc && HAVE_GLIBC_MALLOC && !UNDER_VALGRIND() && !cfg->allow_threads;
-  r->wait_budget_ms = 200;
+  plan_handoffs(r);
   model_init(&r->m);
   pthread_cond_init(&r->mail_cond, NULL);
   vigil_malloc_trim(0);

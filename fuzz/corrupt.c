@@ -240,32 +240,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     _exit(0);
   }
   close(fds[1]);
-  char out[1024] = {0};
+  /* The child's stderr until it closes (the child's end), then its status:
+   * both blocking, with one deadline for a hang that costs nothing while
+   * the child is healthy (poll sleeps until output, the end, or the
+   * deadline).  The child's own alarm normally fires first. */
+  char out[1024] = {0}, rest[256];
   size_t len = 0;
-  int st = 0, eof = 0;
+  int st = 0;
   struct timespec t0, now;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   for (;;) {
-    struct pollfd pf = {fds[0], POLLIN, 0};
-    if (!eof && poll(&pf, 1, 10) > 0) {
-      ssize_t r = len < sizeof out - 1 ? read(fds[0], out + len, sizeof out - 1 - len) : 0;
-      if (r > 0) len += (size_t)r;
-      else eof = 1;
-    } else if (eof) {
-      usleep(1000);
-    }
-    if (waitpid(pid, &st, WNOHANG) == pid) break;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    if (now.tv_sec - t0.tv_sec > 10) {
+    long left = 12000 - ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
+    struct pollfd pf = {fds[0], POLLIN, 0};
+    int ready = left > 0 ? poll(&pf, 1, (int)left) : 0;
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) {
       kill(pid, SIGKILL);
-      waitpid(pid, &st, 0);
+      while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+      }
       fprintf(stderr, "corrupt: %s: the child hung\n%s", kind_names[pl.kind], out);
       abort();
     }
+    ssize_t r = len < sizeof out - 1 ? read(fds[0], out + len, sizeof out - 1 - len) : read(fds[0], rest, sizeof rest);
+    if (r > 0 && len < sizeof out - 1) len += (size_t)r;
+    else if (r == 0 || (r < 0 && errno != EINTR)) break;
   }
-  ssize_t r;
-  while (len < sizeof out - 1 && (r = read(fds[0], out + len, sizeof out - 1 - len)) > 0) len += (size_t)r;
   close(fds[0]);
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
   if (WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 42)) return 0; /* consistent, or a guard */
   if (WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT)
     for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)

@@ -1,0 +1,63 @@
+/* The physical floor of a fuzz input on this machine (bench/fuzz_bench.py):
+ * what a fork that the parent waits for, a thread that it joins, and one
+ * system call cost, each the median of many.  Prints one line:
+ *   fork_wait_us=F thread_us=T syscall_ns=S */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp);
+  return v[n / 2];
+}
+
+static void *nothing(void *arg) { return arg; }
+
+int main(void) {
+  enum { N = 301, CALLS = 10000 };
+  static double fork_ns[N], thread_ns[N], call_ns[N];
+  for (int i = 0; i < N; i++) {
+    double t0 = now_ns();
+    pid_t pid = fork();
+    if (pid == 0) _exit(0);
+    if (pid < 0) {
+      perror("fork");
+      return 1;
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0) {
+    }
+    double t1 = now_ns();
+    pthread_t t;
+    if (pthread_create(&t, NULL, nothing, NULL) != 0) {
+      perror("pthread_create");
+      return 1;
+    }
+    pthread_join(t, NULL);
+    double t2 = now_ns();
+    for (int k = 0; k < CALLS; k++) syscall(SYS_getppid);
+    double t3 = now_ns();
+    fork_ns[i] = t1 - t0;
+    thread_ns[i] = t2 - t1;
+    call_ns[i] = (t3 - t2) / CALLS;
+  }
+  printf("fork_wait_us=%.1f thread_us=%.1f syscall_ns=%.0f\n", median(fork_ns, N) / 1e3, median(thread_ns, N) / 1e3,
+         median(call_ns, N));
+  return 0;
+}
