@@ -97,8 +97,8 @@ _Noreturn static void undetected(const char *what) {
   _exit(3);
 }
 
-/* Fill the calling thread's cache for blocks of n bytes: one block held
- * (the one freed last) and tcache_count cached; these stay (leaked). */
+/* Fill the calling thread's cache for blocks of n bytes: the last block
+ * freed is held, and tcache_count more are cached, where they stay. */
 static void fill_cache(size_t n) {
   void *v[255 + 2]; /* 255: tcache_count's maximum (src/options.def) */
   size_t count = vg_option(OPT_tcache_count) + 2;

@@ -48,8 +48,9 @@ static ALWAYS_INLINE struct page *page_of(const void *p) {
  * ring of threads freeing each other's blocks ran at 0.93 of glibc).
  * A cached block, like a held one (small_free), keeps its allocation bit and
  * carries the remote tag, so a second free, realloc or malloc_usable_size of
- * it is a double free wherever it is made.  Its link is the second word, encoded, and a pop checks the
- * block as the drain checks a remote entry, before it reads the link.
+ * it is a double free wherever it is made.  Its link is the second word,
+ * encoded, and a pop checks the block as the drain checks a remote entry,
+ * before it reads the link.
  * tc_entry gives b's page if b can be a cached block of class cls, else NULL. */
 static ALWAYS_INLINE struct page *tc_entry(unsigned cls, const struct block *b) {
   struct page *pg = page_at(b); /* a run of these classes is one page long: no tail */
