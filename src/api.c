@@ -179,12 +179,33 @@ static ALWAYS_INLINE void *alloc_canary(size_t n) {
   return alloc_slow(n, VG_ALIGN, false);
 }
 
-void *vigil_malloc(size_t n) {
+/* malloc and free at level 0 without a perturb byte: a small block from or
+ * to the thread, in code whose only calls are the fatal report and, last,
+ * the rest of the work, so it saves few registers or none; everything else
+ * is malloc_any and free_leave. */
+static inline bool fast_level(void) { return !harden_level() && !perturb_byte(); }
+
+static NOINLINE void *malloc_any(size_t n) {
   ENTER();
   void *p = likely(!harden_level()) ? alloc(n) : alloc_canary(n);
   if (unlikely(perturb_byte()) && p) memset(p, (int)(perturb_byte() ^ 0xff), n);
   LEAVE();
   return p;
+}
+
+void *vigil_malloc(size_t n) {
+  struct heap *h = vg_tl_heap;
+  if (likely(n <= VG_SMALL_MAX && h != NULL && fast_level())) {
+    ENTER();
+    void *p = heap_alloc_fast(h, size_class(n));
+    if (likely(p != NULL)) {
+      note_alloc(p, n, false);
+      LEAVE();
+      return p;
+    }
+    LEAVE();
+  }
+  return malloc_any(n);
 }
 
 static NOINLINE void free_slow(void *p, struct page *pg) {
@@ -223,21 +244,49 @@ static NOINLINE void free_hardened(void *p, struct page *pg) {
   else vg_span_free(pg);
 }
 
-void vigil_free(void *p) {
-  if (p == NULL) return;
-  ENTER();
-  struct page *pg = page_of(p);
-  /* Like glibc, mapped blocks are not perturbed: they are about to go. */
-  if (unlikely(perturb_byte()) && pg != NULL) {
-    size_t n = usable(p, V_DOUBLE_FREE);
-    vg_ann_open(p, n);
-    memset(p, (int)perturb_byte(), n);
-  }
-  note_free(p);
-  if (unlikely(harden_level())) free_hardened(p, pg);
-  else if (likely(pg != NULL && pg->kind == PK_SMALL)) small_free(pg, p, V_INVALID_POINTER);
-  else free_slow(p, pg);
+/* The rest of vigil_free's fast path, which calls it after ENTER: slot idx
+ * of pg when the thread cache of its class is full, or absent. */
+static NOINLINE void free_small_leave(struct heap *h, struct page *pg, void *p, uint32_t idx) {
+  small_free_at(h, pg, p, idx);
   LEAVE();
+}
+
+/* free of p (maybe NULL), in the page run pg (page_of), after ENTER:
+ * everything but vigil_free's fast path.  It LEAVEs. */
+static NOINLINE void free_leave(void *p, struct page *pg) {
+  if (p != NULL) {
+    /* Like glibc, mapped blocks are not perturbed: they are about to go. */
+    if (unlikely(perturb_byte()) && pg != NULL) {
+      size_t n = usable(p, V_DOUBLE_FREE);
+      vg_ann_open(p, n);
+      memset(p, (int)perturb_byte(), n);
+    }
+    note_free(p);
+    if (unlikely(harden_level())) free_hardened(p, pg);
+    else if (likely(pg != NULL && pg->kind == PK_SMALL)) small_free(pg, p, V_INVALID_POINTER);
+    else free_slow(p, pg);
+  }
+  LEAVE();
+}
+
+void vigil_free(void *p) {
+  ENTER(); /* before the first read of vigil's metadata (memcheck: annotate.h) */
+  struct page *pg = page_of(p); /* NULL for NULL */
+  struct heap *h = vg_tl_heap;
+  if (likely(pg != NULL && pg->kind == PK_SMALL && h != NULL && fast_level())) {
+    note_free(p);
+    uint32_t idx = slot_index(pg, p);
+    if (unlikely(idx == UINT32_MAX)) vg_fatal(V_INVALID_POINTER, p);
+    unsigned cls = pg->cls, n = h->tc_n[cls], cap = h->tc_cap[cls];
+    if (unlikely(n >= cap)) {
+      free_small_leave(h, pg, p, idx);
+      return;
+    }
+    small_hold(h, pg, p, idx, cls, n, cap);
+    LEAVE();
+    return;
+  }
+  free_leave(p, pg);
 }
 
 void *vigil_calloc(size_t nmemb, size_t size) {

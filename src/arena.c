@@ -419,12 +419,19 @@ void vg_heap_pool_put(struct heap *h) {
 }
 
 /* The thread cache's size, for an empty cache: tcache_count blocks per
- * class, and at harden = 1 the newest blocks it holds back (harden.h). */
+ * class, and at harden = 1 the newest blocks it holds back (harden.h), in a
+ * ring of the fewest rows that hold them all. */
 void vg_heap_tc_size(struct heap *h) {
   size_t cap = vg_option(OPT_tcache_count), hold = harden_level() == HARDEN_CANARY ? VG_QFIFO_CANARY : 0;
   if (cap + hold > UINT8_MAX) cap = UINT8_MAX - hold;
-  for (unsigned c = 0; c < VG_NCLASSES; c++) h->tc_room[c] = c < VG_TC_CLASSES ? (uint8_t)(cap + hold) : 0;
-  h->tc_pop_below = (unsigned)cap;
+  unsigned rows = 1;
+  while (hold != 0 && rows < cap + hold) rows *= 2;
+  h->tc_mask = (uint8_t)((hold != 0 ? rows : VG_TC_ROWS) - 1);
+  for (unsigned c = 0; c < VG_NCLASSES; c++) {
+    h->tc_n[c] = 0;
+    h->tc_cap[c] = c < VG_TC_CLASSES ? (uint8_t)(cap + hold) : 0;
+    if (c < VG_TC_CLASSES) h->tc_head[c] = 0;
+  }
 }
 
 static struct heap *heap_new(void) {
@@ -438,7 +445,7 @@ static struct heap *heap_new(void) {
   }
   if (h != NULL) {
     for (unsigned c = 0; c < VG_NCLASSES; c++) {
-      h->tc[c] = h->tc_held[c] = NULL;
+      h->tc_held[c] = NULL;
       h->cur[c] = &vg_empty_page;
       h->avail[c] = NULL;
       h->spare[c] = NULL;

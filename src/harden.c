@@ -176,9 +176,8 @@ void vg_quarantine_flush(struct heap *h) {
 
 /* At exit, what the main thread still holds is checked as its release
  * would check it, and its thread cache (harden = 1 holds blocks back
- * there) as a pop would: a write after free to a block that was never
- * reused is reported too.  Each cached block is checked before its link
- * is followed. */
+ * there) and held blocks (heap.h) as a malloc or the next free would: a
+ * write after free to a block that was never reused is reported too. */
 static void check(struct page *pg, void *p) {
   bool tagged = pg->kind == PK_SPAN || remote_freed(p);
   if (!tagged || (harden_level() >= HARDEN_FILL && !fill_intact(p, pg->bsize))) vg_fatal(V_WRITE_AFTER_FREE, p);
@@ -190,9 +189,11 @@ __attribute__((destructor)) static void check_at_exit(void) {
     void *p = vg_quarantine_at(h, i);
     check(page_of(p), p);
   }
-  for (unsigned c = 0; c < VG_TC_CLASSES; c++) {
-    unsigned n = 0; /* a cache holds at most 255: a longer chain is a forged loop */
-    for (struct block *b = h->tc[c]; b != NULL; b = decode(blk_load(&b->rnext), b))
-      if (++n > UINT8_MAX || tc_entry(c, b) == NULL) vg_fatal(V_WRITE_AFTER_FREE, b);
+  for (unsigned c = 0; c < VG_NCLASSES; c++) {
+    if (h->tc_held[c] != NULL && !remote_freed(h->tc_held[c])) vg_fatal(V_WRITE_AFTER_FREE, h->tc_held[c]);
+    for (unsigned i = 0; c < VG_TC_CLASSES && i < h->tc_n[c]; i++) {
+      struct block *b = *tc_row(h, c, i);
+      if (!remote_freed(b)) vg_fatal(V_WRITE_AFTER_FREE, b);
+    }
   }
 }

@@ -92,26 +92,27 @@ static ALWAYS_INLINE size_t canary_check(const void *p, size_t bsize) {
  * behind more.  The quarantine of harden.c, at no cost beyond the
  * cache's own. */
 static ALWAYS_INLINE void tcq_free(struct heap *h, struct page *pg, struct block *b) {
-  unsigned cls = pg->cls;
-  if (unlikely(h->tc_room[cls] == 0)) {
+  unsigned cls = pg->cls, n = h->tc_n[cls];
+  if (unlikely(n == h->tc_cap[cls])) {
     free_to_page(h, pg, b, slot_index(pg, b));
     return;
   }
   blk_store(&b->next, remote_tag(b));
-  blk_store(&b->rnext, encode(NULL, b));
-  struct block *tail = h->tc_tail[cls];
-  if (h->tc[cls] == NULL) h->tc[cls] = b;
-  else blk_store(&tail->rnext, encode(b, tail));
-  h->tc_tail[cls] = b;
-  h->tc_room[cls]--;
+  *tc_row(h, cls, n) = b;
+  h->tc_n[cls] = (uint8_t)(n + 1);
 }
 
 /* malloc of class cls at harden = 1. */
 static ALWAYS_INLINE void *tcq_alloc(struct heap *h, unsigned cls) {
-  struct block *b = h->tc[cls];
-  if (b != NULL && h->tc_room[cls] < h->tc_pop_below) return tc_pop(h, cls, b);
+  unsigned n = h->tc_n[cls];
+  if (n > VG_QFIFO_CANARY) {
+    struct block *b = *tc_row(h, cls, 0);
+    h->tc_head[cls] = (uint8_t)((h->tc_head[cls] + 1u) & h->tc_mask);
+    h->tc_n[cls] = (uint8_t)(n - 1);
+    return tc_take(b);
+  }
   struct page *pg = h->cur[cls];
-  b = pg->free;
+  struct block *b = pg->free;
   if (unlikely(b == NULL)) return vg_heap_alloc_slow(h, cls);
   return heap_pop(pg, b);
 }

@@ -200,11 +200,12 @@ void vg_heap_tc_flush(struct heap *h) {
     if (held != NULL) held_to_page(h, held);
   }
   for (unsigned c = 0; c < VG_TC_CLASSES; c++) {
-    while (h->tc[c] != NULL) {
-      struct block *b = tc_pop(h, c, h->tc[c]);
+    for (unsigned i = 0; i < h->tc_n[c]; i++) {
+      struct block *b = tc_take(*tc_row(h, c, i));
       struct page *pg = page_of(b);
       free_to_page(h, pg, b, slot_index(pg, b));
     }
+    h->tc_n[c] = h->tc_head[c] = 0;
   }
 }
 

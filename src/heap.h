@@ -46,29 +46,21 @@ static ALWAYS_INLINE struct page *page_of(const void *p) {
  * frees another thread's block reuses it while it is hot, instead of sending
  * it home through a remote list (glibc's tcache does the same; without it a
  * ring of threads freeing each other's blocks ran at 0.93 of glibc).
+ * Its entries are in the heap (tc_slot), not in the blocks, so a write after
+ * free cannot redirect a malloc: each entry is a block a free checked.
  * A cached block, like a held one (small_free), keeps its allocation bit and
  * carries the remote tag, so a second free, realloc or malloc_usable_size of
- * it is a double free wherever it is made.  Its link is the second word,
- * encoded, and a pop checks the block as the drain checks a remote entry,
- * before it reads the link.
- * tc_entry gives b's page if b can be a cached block of class cls, else NULL. */
-static ALWAYS_INLINE struct page *tc_entry(unsigned cls, const struct block *b) {
-  struct page *pg = page_at(b); /* a run of these classes is one page long: no tail */
-  bool ok = pg != NULL && pg->kind == PK_SMALL && pg->cls == cls && slot_index(pg, b) != UINT32_MAX && remote_freed(b);
-  return ok ? pg : NULL;
-}
-static ALWAYS_INLINE struct page *tc_check(unsigned cls, const struct block *b) {
-  struct page *pg = tc_entry(cls, b);
-  if (unlikely(pg == NULL)) vg_fatal(V_CORRUPT_FREELIST, b);
-  return pg;
-}
-
-static ALWAYS_INLINE void *tc_pop(struct heap *h, unsigned cls, struct block *b) {
-  (void)tc_check(cls, b);
-  h->tc[cls] = decode(blk_load(&b->rnext), b);
-  h->tc_room[cls]++;
+ * it is a double free wherever it is made; the tag is checked again when the
+ * block leaves the cache, so a write after free over it is reported then. */
+static ALWAYS_INLINE struct block *tc_take(struct block *b) {
+  if (unlikely(!remote_freed(b))) vg_fatal(V_CORRUPT_FREELIST, b);
   blk_store(&b->next, 0);
   return b;
+}
+/* The i-th oldest cached block of class cls (at harden = 0 tc_head is 0 and
+ * tc_mask VG_TC_ROWS - 1). */
+static ALWAYS_INLINE struct block **tc_row(struct heap *h, unsigned cls, unsigned i) {
+  return &h->tc_slot[(h->tc_head[cls] + i) & h->tc_mask][cls];
 }
 
 static ALWAYS_INLINE void *heap_pop(struct page *pg, struct block *b) {
@@ -102,14 +94,23 @@ static ALWAYS_INLINE void heap_free_local(struct heap *h, struct page *pg, struc
 }
 
 /* malloc of class cls: the thread cache, else the current page's free list.
- * The block of the class this thread freed last is in neither (small_free). */
-static ALWAYS_INLINE void *heap_alloc(struct heap *h, unsigned cls) {
-  struct block *b = h->tc[cls];
-  if (b != NULL) return tc_pop(h, cls, b);
+ * The block of the class this thread freed last is in neither (small_free).
+ * heap_alloc_fast returns NULL where heap_alloc calls into heap.c, so it
+ * calls nothing but the fatal report (vigil_malloc's fast path). */
+static ALWAYS_INLINE void *heap_alloc_fast(struct heap *h, unsigned cls) {
+  unsigned n = h->tc_n[cls];
+  if (n != 0) {
+    h->tc_n[cls] = (uint8_t)(n - 1);
+    return tc_take(h->tc_slot[n - 1][cls]);
+  }
   struct page *pg = h->cur[cls];
-  b = pg->free;
-  if (unlikely(b == NULL)) return vg_heap_alloc_slow(h, cls);
+  struct block *b = pg->free;
+  if (unlikely(b == NULL)) return NULL;
   return heap_pop(pg, b);
+}
+static ALWAYS_INLINE void *heap_alloc(struct heap *h, unsigned cls) {
+  void *p = heap_alloc_fast(h, cls);
+  return likely(p != NULL) ? p : vg_heap_alloc_slow(h, cls);
 }
 
 /* A validated block, not tagged, back to its page: locally if this thread
@@ -134,34 +135,45 @@ static ALWAYS_INLINE void held_to_page(struct heap *h, struct block *b) {
  * when the class has no cache.  When the cache is full the block goes to
  * its page at once: malloc takes the cache's blocks first.  A page's block
  * goes back locally if this thread owns the page, else through the owner's
- * remote list. */
+ * remote list.
+ * small_hold is the first case: slot idx of pg, class cls, when the cache
+ * has room (n blocks of cap, read once) or the class has none.  With room
+ * known it makes no call but the fatal one (vigil_free's fast path). */
+static ALWAYS_INLINE void small_hold(struct heap *h, struct page *pg, struct block *b, uint32_t idx, unsigned cls,
+                                     unsigned n, unsigned cap) {
+  /* Freed already: by some thread (the tag), or into its page (the bit). */
+  if (unlikely(remote_freed(b) || !(bits_load(&pg->bits[idx / 64]) & slot_bit(idx))))
+    vg_fatal(remote_freed(b) ? V_DOUBLE_FREE : slot_clear_why(pg, idx), b);
+  blk_store(&b->next, remote_tag(b));
+  struct block *old = h->tc_held[cls];
+  h->tc_held[cls] = b;
+  if (old == NULL) return;
+  /* A write after free over the held block's tag is seen here, or as a
+   * double free if that block is the one freed again. */
+  if (unlikely(old == b || !remote_freed(old))) vg_fatal(old == b ? V_DOUBLE_FREE : V_CORRUPT_FREELIST, old);
+  if (likely(n < cap)) {
+    h->tc_slot[n][cls] = old;
+    h->tc_n[cls] = (uint8_t)(n + 1);
+  } else {
+    held_to_page(h, old);
+  }
+}
+
+/* Free slot idx of the small page pg; h is the thread's heap, maybe NULL. */
+static ALWAYS_INLINE void small_free_at(struct heap *h, struct page *pg, struct block *b, uint32_t idx) {
+  if (likely(h != NULL)) {
+    unsigned cls = pg->cls, n = h->tc_n[cls], cap = h->tc_cap[cls];
+    if (likely(n < cap) || cap == 0) {
+      small_hold(h, pg, b, idx, cls, n, cap);
+      return;
+    }
+  }
+  free_to_page(h, pg, b, idx);
+}
 static ALWAYS_INLINE void small_free(struct page *pg, void *p, enum violation bad) {
   uint32_t idx = slot_index(pg, p);
   if (unlikely(idx == UINT32_MAX)) vg_fatal(bad, p);
-  struct heap *h = vg_tl_heap;
-  struct block *b = p;
-  unsigned cls = pg->cls;
-  if (likely(h != NULL) && (likely(h->tc_room[cls] != 0) || h->tc[cls] == NULL)) {
-    /* Freed already: by some thread (the tag), or into its page (the bit). */
-    if (unlikely(remote_freed(b) || !(bits_load(&pg->bits[idx / 64]) & slot_bit(idx))))
-      vg_fatal(remote_freed(b) ? V_DOUBLE_FREE : slot_clear_why(pg, idx), b);
-    blk_store(&b->next, remote_tag(b));
-    struct block *old = h->tc_held[cls];
-    h->tc_held[cls] = b;
-    if (old == NULL) return;
-    /* A write after free over the held block's tag is seen here, or as a
-     * double free if that block is the one freed again. */
-    if (unlikely(old == b || !remote_freed(old))) vg_fatal(old == b ? V_DOUBLE_FREE : V_CORRUPT_FREELIST, old);
-    if (likely(h->tc_room[cls] != 0)) {
-      blk_store(&old->rnext, encode(h->tc[cls], old));
-      h->tc[cls] = old;
-      h->tc_room[cls]--;
-    } else {
-      held_to_page(h, old);
-    }
-    return;
-  }
-  free_to_page(h, pg, b, idx);
+  small_free_at(vg_tl_heap, pg, p, idx);
 }
 
 #endif

@@ -257,15 +257,21 @@ enum heap_state { HEAP_FREE, HEAP_LIVE, HEAP_ORPHANED };
 #define VG_QFIFO_CANARY 8u /* ... and at harden = 1 */
 #define VG_QPOOL 64u       /* its random pool, harden >= 2 */
 
+/* The thread cache holds at most UINT8_MAX blocks of a class (tcache_count
+ * and harden = 1's hold together), in rows of tc_slot. */
+#define VG_TC_ROWS 256u
+
 struct heap {
-  struct block *tc[VG_NCLASSES];   /* thread cache: freed blocks of any heap, tagged (heap.h) */
-  uint8_t tc_room[VG_NCLASSES];    /* blocks tc[c] may still take; 0 above VG_TC_CLASSES */
+  /* The thread cache (heap.h): freed blocks of any heap, tagged, listed in
+   * tc_slot, not linked through the blocks: a write after free can change
+   * no entry.  Class c's blocks are rows 0 to tc_n[c] - 1, newest last,
+   * except at harden = 1: a ring of tc_mask + 1 rows from tc_head[c],
+   * oldest first (harden.h). */
+  uint8_t tc_n[VG_NCLASSES];      /* blocks cached */
+  uint8_t tc_cap[VG_NCLASSES];    /* the most it takes; 0 above VG_TC_CLASSES */
+  uint8_t tc_head[VG_TC_CLASSES]; /* harden = 1: the row of the oldest */
+  uint8_t tc_mask;
   struct block *tc_held[VG_NCLASSES]; /* the block of the class this thread freed last, held back (heap.h) */
-  /* harden = 1 (harden.h): the cache is a FIFO, with its last block here,
-   * and a class's first block is handed out only while tc_room is below
-   * tc_pop_below: the newest VG_QFIFO_CANARY blocks stay. */
-  struct block *tc_tail[VG_TC_CLASSES];
-  unsigned tc_pop_below;
   struct page *cur[VG_NCLASSES];   /* page to allocate from; &vg_empty_page if none */
   struct page *avail[VG_NCLASSES]; /* pages of the class that may have room */
   struct page *full;               /* pages with no room; any class */
@@ -288,6 +294,7 @@ struct heap {
   struct heap *next_free; /* pool free list */
   struct heap *next_all;  /* every heap ever made, for stats and fork */
   _Atomic int state;      /* enum heap_state */
+  struct block *tc_slot[VG_TC_ROWS][VG_TC_CLASSES]; /* the thread cache's blocks: row, class */
 };
 
 extern struct page vg_empty_page;

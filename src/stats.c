@@ -66,8 +66,7 @@ static void own_cache(struct totals *t, unsigned only) {
   for (unsigned c = 0; c < VG_NCLASSES; c++)
     if (h->tc_held[c] != NULL) count_free(t, page_of(h->tc_held[c]), only);
   for (unsigned c = 0; c < VG_TC_CLASSES; c++)
-    for (struct block *b = h->tc[c]; b != NULL; b = decode(blk_load(&b->rnext), b))
-      count_free(t, tc_check(c, b), only); /* checked as a pop would, before the link is read */
+    for (unsigned i = 0; i < h->tc_n[c]; i++) count_free(t, page_of(*tc_row(h, c, i)), only);
   for (unsigned i = 0; i < h->q_nfifo + h->q_npool; i++) {
     struct page *pg = page_of(vg_quarantine_at(h, i));
     if (pg->kind == PK_SMALL) count_free(t, pg, only);

@@ -85,11 +85,12 @@ static void corrupt(int kind) {
       do_free(stack + 16);
       break;
     }
-    case 3: { /* use-after-free write over a free-list link and the tag */
+    case 3: { /* use-after-free write over a cached block's tag and the
+               * word after it: the malloc that takes it checks the tag */
       char *a = do_malloc(48), *b = do_malloc(48), *c = do_malloc(48);
       do_free(a);
       do_free(b); /* b is held back, a in the cache */
-      do_free(c); /* c is held, b joins the cache: its link points at a */
+      do_free(c); /* c is held, b joins the cache */
       memset(b, 0x41, 16);
       for (int i = 0; i < 64; i++) (void)do_malloc(48);
       break;
@@ -143,28 +144,23 @@ static void corrupt(int kind) {
       for (int i = 0; i < 20000; i++) (void)do_malloc(40);
       break;
     }
-    case 11: { /* a use-after-free write over thread-cache links only (case 3
-                * overwrites the tag too): the next pop checks the block the
-                * link leads to before it reads it */
+    case 11: { /* a use-after-free write over the tag of the block held
+                * back (case 3's is cached): the next free of its class,
+                * which would put it in the cache, checks it */
       char *a = do_malloc(48), *b = do_malloc(48);
-      do_free(a);
+      do_free(a); /* a is held */
+      memset(a, 0x41, 8);
       do_free(b);
-      memset(a + 8, 0x41, 8);
-      memset(b + 8, 0x41, 8);
-      /* Whatever order the cache hands out a and b in (their tags are
-       * intact), within these mallocs a forged link becomes the head and
-       * the next pop checks where it leads. */
-      for (int i = 0; i < 4; i++) (void)do_malloc(48);
       break;
     }
-    case 12: { /* the same overwrite, read by mallinfo2, which walks the
-                * caller's cache to count it as free */
+    case 12: { /* the same write over a cached block's tag, found when
+                * malloc_trim empties the cache into the pages */
       char *a = do_malloc(48), *b = do_malloc(48), *c = do_malloc(48);
       do_free(a);
       do_free(b);
-      do_free(c); /* the cache: b, linked to a; c held */
-      memset(b + 8, 0x41, 8);
-      (void)mallinfo2();
+      do_free(c); /* the cache: a, b; c held */
+      memset(b, 0x41, 8);
+      malloc_trim(0);
       break;
     }
     case 13: { /* a free of a slot boundary that no malloc ever returned: 80
@@ -200,8 +196,8 @@ static const struct {
     {"remote free then realloc", "vigil: use of a freed block at 0x"},
     {"remote free then usable size", "vigil: use of a freed block at 0x"},
     {"overwritten remote list", "vigil: corrupted remote free list at 0x"},
-    {"overwritten cache link", "vigil: corrupted free list at 0x"},
-    {"overwritten cache link, mallinfo2", "vigil: corrupted free list at 0x"},
+    {"overwritten held block", "vigil: corrupted free list at 0x"},
+    {"overwritten cached block, malloc_trim", "vigil: corrupted free list at 0x"},
     {"never-allocated slot", "vigil: invalid pointer at 0x"},
     {"large realloc after free", "vigil: use of a freed block at 0x"},
     {"free after a moving large realloc", "vigil: double free at 0x"},

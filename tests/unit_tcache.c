@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "heap.h" /* white-box: the cache's heads */
+#include "heap.h" /* white-box: the cache's entries */
 #include "testlib.h"
 
 #define SIZE 48
@@ -54,6 +54,33 @@ static void *free_all(void *arg) {
   return NULL;
 }
 
+/* The newest block in the thread's cache of class cls, or NULL. */
+static void *cache_top(struct heap *h, unsigned cls) {
+  return h->tc_n[cls] != 0 ? h->tc_slot[h->tc_n[cls] - 1][cls] : NULL;
+}
+
+/* The cache's entries are in the heap, not in the blocks: a write after
+ * free over a cached block's second word, where a list threaded through the
+ * blocks keeps its link (as glibc's tcache does, and vigil's did), changes
+ * nothing.  Here the write is the encoded address of a global, which such
+ * a list would hand out. */
+static char forged[64] __attribute__((aligned(64)));
+static void link_overwrite(struct heap *h, unsigned cls) {
+  void *a = vigil_malloc(SIZE), *b = vigil_malloc(SIZE), *c = vigil_malloc(SIZE);
+  vigil_free(a);
+  vigil_free(b); /* a goes into the cache, b is held */
+  vigil_free(c); /* b goes into the cache */
+  CHECK(cache_top(h, cls) == b && h->tc_n[cls] >= 2 && h->tc_slot[h->tc_n[cls] - 2][cls] == a,
+        "a (%p) and b (%p) should be the newest cached blocks: newest %p", a, b, cache_top(h, cls));
+  uintptr_t link = encode(forged, b);
+  memcpy((char *)b + sizeof(void *), &link, sizeof link);
+  void *x = vigil_malloc(SIZE), *y = vigil_malloc(SIZE);
+  CHECK(x == b && y == a, "after a write over b's second word, malloc gave %p then %p, not b (%p) then a (%p)", x, y,
+        b, a);
+  vigil_free(x);
+  vigil_free(y);
+}
+
 static void run(void) {
   size_t base = vigil_mallinfo2().uordblks;
 
@@ -81,18 +108,19 @@ static void run(void) {
   vigil_free(r);
   /* The block freed last is held, not cached, so it is not the next one
    * handed out, cache or not. */
-  CHECK(h->tc_held[cls] == r && h->tc[cls] != r, "after a free of %p, the held block is %p and the cache's head %p", r,
-        (void *)h->tc_held[cls], (void *)h->tc[cls]);
+  CHECK(h->tc_held[cls] == r && cache_top(h, cls) != r, "after a free of %p, the held block is %p and the newest cached %p",
+        r, (void *)h->tc_held[cls], cache_top(h, cls));
   void *next = vigil_malloc(SIZE);
   CHECK(next != r, "the block just freed, %p, was the next one handed out", r);
   vigil_free(next);
-  CHECK((h->tc[cls] == r) == cache_on, "the next free put %p in the cache: head %p", r, (void *)h->tc[cls]);
+  CHECK((cache_top(h, cls) == r) == cache_on, "the next free put %p in the cache: newest %p", r, cache_top(h, cls));
   vigil_malloc_trim(0);
-  CHECK(h->tc[cls] == NULL && h->tc_held[cls] == NULL, "malloc_trim left %p in the cache, %p held", (void *)h->tc[cls],
+  CHECK(h->tc_n[cls] == 0 && h->tc_held[cls] == NULL, "malloc_trim left %u blocks in the cache, %p held", h->tc_n[cls],
         (void *)h->tc_held[cls]);
   void *s = vigil_malloc(SIZE);
   CHECK(s == r || s == next, "a trimmed block (%p or %p) should be first on its page's free list, got %p", r, next, s);
   vigil_free(s);
+  if (cache_on) link_overwrite(h, cls);
 }
 
 int main(int argc, char **argv) {
