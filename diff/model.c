@@ -60,18 +60,35 @@ struct mblock model_take(struct model *m, struct mblock *where) {
   return b;
 }
 
+/* The index of the first byte of p[0, n) that is not `want`, or n: memcmp
+ * against a page of `want` bytes (libc's is vectorised; a byte loop here
+ * was 85% of the instructions of the api seeds that fill spans). */
+static size_t first_other(const unsigned char *p, size_t n, unsigned char want) {
+  static __thread unsigned char ref[4096];
+  static __thread int ref_byte = -1;
+  if (ref_byte != want) {
+    memset(ref, want, sizeof ref);
+    ref_byte = want;
+  }
+  for (size_t i = 0; i < n; i += sizeof ref) {
+    size_t k = n - i < sizeof ref ? n - i : sizeof ref;
+    if (memcmp(p + i, ref, k) == 0) continue;
+    for (size_t j = 0; j < k; j++)
+      if (p[i + j] != want) return i + j;
+  }
+  return n;
+}
+
 const char *model_verify(const struct mblock *b) {
   static __thread char why[160];
   if (!b->p || b->content == C_UNKNOWN) return NULL;
   unsigned char want = b->content == C_ZERO ? 0 : b->fill;
   size_t n = b->valid < MODEL_CHECK_MAX ? b->valid : MODEL_CHECK_MAX;
-  for (size_t i = 0; i < n; i++)
-    if (b->p[i] != want) {
-      snprintf(why, sizeof why, "byte %zu of %p is 0x%02x, want 0x%02x (%s)", i, (void *)b->p, b->p[i], want,
-               b->content == C_ZERO ? "zeroed" : "filled");
-      return why;
-    }
-  return NULL;
+  size_t i = first_other(b->p, n, want);
+  if (i == n) return NULL;
+  snprintf(why, sizeof why, "byte %zu of %p is 0x%02x, want 0x%02x (%s)", i, (void *)b->p, b->p[i], want,
+           b->content == C_ZERO ? "zeroed" : "filled");
+  return why;
 }
 
 void model_fill(struct mblock *b, unsigned char byte) {
