@@ -456,8 +456,34 @@ static void exec_recv(struct run *r, unsigned t, size_t i, const struct op *o, i
  * 10 s away, turns either into a failure.  While the fork and the child
  * are healthy it costs nothing: it is armed before fork() and disarmed
  * after waitpid(), and it wakes only when a deadline passes (or when it is
- * armed from idle).  alarm() is not used: libFuzzer owns SIGALRM. */
-#define FORK_DEADLINE_NS 10000000000u
+ * armed from idle).  alarm() is not used: libFuzzer owns SIGALRM.
+ * For tests/fork_hang.sh, two environment variables: VIGIL_ORACLE_FORK_DEADLINE_MS
+ * (1 to 600000) shortens the deadline, and VIGIL_ORACLE_HANG_AT=K makes a
+ * fork child that reaches op #K sleep for ever, so that the detection can
+ * be seen to work.  A bad value is reported, and the default stays. */
+static uint64_t fork_deadline_ns = 10000000000u;
+static size_t hang_at = SIZE_MAX; /* no op */
+
+/* The decimal in `name`, if it is set to one in [lo, hi]; else `dflt`, with a
+ * message when it is set to anything else. */
+static unsigned long long env_number(const char *name, unsigned long long lo, unsigned long long hi,
+                                     unsigned long long dflt) {
+  const char *v = getenv(name);
+  if (v == NULL) return dflt;
+  char *end;
+  errno = 0;
+  unsigned long long n = strtoull(v, &end, 10);
+  if (*v < '0' || *v > '9' || *end != 0 || errno != 0 || n < lo || n > hi) {
+    fprintf(stderr, "vigil oracle: %s='%s' is not a number from %llu to %llu; ignored\n", name, v, lo, hi);
+    return dflt;
+  }
+  return n;
+}
+
+static void fork_knobs(void) {
+  fork_deadline_ns = env_number("VIGIL_ORACLE_FORK_DEADLINE_MS", 1, 600000, 10000) * 1000000u;
+  hang_at = (size_t)env_number("VIGIL_ORACLE_HANG_AT", 0, PROG_MAX_OPS - 1, SIZE_MAX);
+}
 static pthread_mutex_t wd_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wd_cond; /* on CLOCK_MONOTONIC */
 static uint64_t wd_deadline;   /* 0: disarmed */
@@ -491,8 +517,10 @@ static void *fork_watchdog(void *arg) {
       struct timespec until = {(time_t)(wd_deadline / 1000000000u), (long)(wd_deadline % 1000000000u)};
       pthread_cond_timedwait(&wd_cond, &wd_lock, &until);
     } else if (wd_child == 0) {
-      static const char msg[] = "vigil oracle: fork() did not return within 10 s (deadlock in a fork handler?)\n";
-      (void)!write(2, msg, sizeof msg - 1);
+      char msg[128];
+      int n = snprintf(msg, sizeof msg, "vigil oracle: fork() did not return within %.1f s (deadlock in a fork handler?)\n",
+                       (double)fork_deadline_ns / 1e9);
+      (void)!write(2, msg, (size_t)n);
       abort();
     } else {
       kill(wd_child, SIGKILL); /* the parent's waitpid reports it */
@@ -504,6 +532,7 @@ static void *fork_watchdog(void *arg) {
 }
 
 static void start_watchdog(void) {
+  fork_knobs();
   void *page = mmap(NULL, sizeof *fork_at, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (page != MAP_FAILED) fork_at = page;
   pthread_condattr_t ca;
@@ -536,7 +565,7 @@ static void exec_fork(struct run *r, size_t i, const struct op *o, size_t from, 
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, start_watchdog);
   fflush(NULL);
-  watchdog_set(0, now_ns() + FORK_DEADLINE_NS);
+  watchdog_set(0, now_ns() + fork_deadline_ns);
   /* Fork holding the model's lock, so that the child does not inherit it
    * held by a spawned thread that does not exist there. */
   if (fork_at) atomic_store(fork_at, 0);
@@ -563,7 +592,7 @@ static void exec_fork(struct run *r, size_t i, const struct op *o, size_t from, 
     cost_report(&r->cost, "fork child", to - from, r->m.pages.peak);
     _exit(0); /* never exit(): the fuzzer's hooks must not run in the child */
   }
-  watchdog_set(pid, now_ns() + FORK_DEADLINE_NS);
+  watchdog_set(pid, now_ns() + fork_deadline_ns);
   int st = 0;
   pid_t w;
   while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR) {
@@ -572,11 +601,12 @@ static void exec_fork(struct run *r, size_t i, const struct op *o, size_t from, 
   if (w < 0) FAIL("waitpid: %s", strerror(errno));
   if (killed) {
     size_t at = fork_at ? atomic_load(fork_at) : FORK_AT_DONE - 1;
-    if (at == 0) FAIL("the fork child hung before its first op, in fork()'s return (killed after 10 s)");
-    if (at == FORK_AT_DONE) FAIL("the fork child hung after its last op, on its way out (killed after 10 s)");
-    if (at == FORK_AT_DONE - 1) FAIL("the fork child hung (killed after 10 s)");
-    oracle_fail(r->cfg->target, at - 1, &r->ops[at - 1],
-                "the fork child (of op #%zu) hung in this op (killed after 10 s)", i);
+    double secs = (double)fork_deadline_ns / 1e9;
+    if (at == 0) FAIL("the fork child hung before its first op, in fork()'s return (killed after %.1f s)", secs);
+    if (at == FORK_AT_DONE) FAIL("the fork child hung after its last op, on its way out (killed after %.1f s)", secs);
+    if (at == FORK_AT_DONE - 1) FAIL("the fork child hung (killed after %.1f s)", secs);
+    oracle_fail(r->cfg->target, at - 1, &r->ops[at - 1], "the fork child (of op #%zu) hung in this op (killed after %.1f s)",
+                i, secs);
   }
   if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
     FAIL("the fork child %s %d", WIFSIGNALED(st) ? "died of signal" : "exited with",
@@ -617,6 +647,8 @@ static void exec_range(struct run *r, unsigned t, size_t from, size_t to, int in
   for (size_t i = from; i < to; i++) {
     const struct op *o = &r->ops[i];
     if (in_child && fork_at) atomic_store_explicit(fork_at, i + 1, memory_order_relaxed);
+    if (in_child && i == hang_at)
+      for (;;) pause(); /* VIGIL_ORACLE_HANG_AT: a hang on purpose (tests/fork_hang.sh) */
     if (t == 0 && !in_child && cfg->before_op) {
       /* The hook's own calls (corrupt's frees) are not the program's. */
       unsigned long before = cost_total_now();
