@@ -249,7 +249,7 @@ extern struct vg_lock vg_meta_lock;
 #define VG_SPAN_CACHE 4u
 #define VG_RB_MAX 32u /* remote frees a thread gathers before one push (heap.c) */
 /* Classes up to 1 KiB go through the thread cache (heap.h); each of their
- * runs is one page long, which tc_pop relies on. */
+ * runs is one page long (class_pages). */
 #define VG_TC_CLASSES (VG_CLASS_1K(1024u) + 1u)
 static_assert(VG_PAGE / 1024u >= 8u, "a run of a thread-cache class is one page (class_pages)");
 enum heap_state { HEAP_FREE, HEAP_LIVE, HEAP_ORPHANED };
