@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "childcov.h"
 #include "options.h"
 #include "vigil.h"
 
@@ -569,6 +570,7 @@ static void exec_fork(struct run *r, size_t i, const struct op *o, size_t from, 
   /* Fork holding the model's lock, so that the child does not inherit it
    * held by a spawned thread that does not exist there. */
   if (fork_at) atomic_store(fork_at, 0);
+  childcov_prepare();
   pthread_mutex_lock(&r->m.lock);
   pid_t pid = fork();
   pthread_mutex_unlock(&r->m.lock);
@@ -577,6 +579,7 @@ static void exec_fork(struct run *r, size_t i, const struct op *o, size_t from, 
     FAIL("fork failed: %s", strerror(errno));
   }
   if (pid == 0) {
+    childcov_child(); /* its coverage reaches libFuzzer (childcov.h) */
     if (fork_at) atomic_store(fork_at, from);
     signal(SIGABRT, SIG_DFL); /* the fuzzer's handlers are the parent's business */
     signal(SIGALRM, SIG_DFL);
@@ -598,6 +601,7 @@ static void exec_fork(struct run *r, size_t i, const struct op *o, size_t from, 
   while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR) {
   }
   int killed = watchdog_set(0, 0);
+  childcov_merge();
   if (w < 0) FAIL("waitpid: %s", strerror(errno));
   if (killed) {
     size_t at = fork_at ? atomic_load(fork_at) : FORK_AT_DONE - 1;

@@ -45,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "childcov.h"
 #include "heap.h"
 #include "oracle.h"
 #include "vigil.h"
@@ -217,8 +218,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int fds[2];
   if (pipe(fds) != 0) return 0;
   fflush(NULL);
+  childcov_prepare();
   pid_t pid = fork();
   if (pid == 0) {
+    childcov_child(); /* its coverage reaches libFuzzer (diff/childcov.h) */
     dup2(fds[1], 2);
     close(fds[0]);
     /* The fuzzer's handlers are not for the child: vigil's abort must be
@@ -269,6 +272,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   close(fds[0]);
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
   }
+  childcov_merge();
   if (WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 42)) return 0; /* consistent, or a guard */
   if (WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT)
     for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
