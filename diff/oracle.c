@@ -470,11 +470,9 @@ static size_t hang_at = SIZE_MAX; /* no op */
 static unsigned long long env_number(const char *name, unsigned long long lo, unsigned long long hi,
                                      unsigned long long dflt) {
   const char *v = getenv(name);
+  unsigned long long n;
   if (v == NULL) return dflt;
-  char *end;
-  errno = 0;
-  unsigned long long n = strtoull(v, &end, 10);
-  if (*v < '0' || *v > '9' || *end != 0 || errno != 0 || n < lo || n > hi) {
+  if (!prog_number(v, lo, hi, &n)) {
     fprintf(stderr, "vigil oracle: %s='%s' is not a number from %llu to %llu; ignored\n", name, v, lo, hi);
     return dflt;
   }

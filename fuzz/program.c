@@ -1,6 +1,7 @@
 /* The op program decoder, encoder and text form.  See fuzz/FORMAT.md. */
 #include "program.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -259,6 +260,15 @@ int prog_parse_bytes(const char *line, uint8_t *out, size_t cap, char *err, size
     out[n++] = (uint8_t)v;
     p = end;
   }
+}
+
+int prog_number(const char *s, unsigned long long lo, unsigned long long hi, unsigned long long *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (s[0] < '0' || s[0] > '9' || *end != 0 || errno != 0 || v < lo || v > hi) return 0;
+  *out = v;
+  return 1;
 }
 
 /* key=value pairs; numbers in decimal, 0x hex, or negative decimal. */

@@ -75,6 +75,11 @@ int prog_parse(const char *line, struct op *op, char *err, size_t errcap);
 
 const char *prog_op_name(unsigned kind);
 
+/* A whole decimal number from lo to hi, digits only (no sign, no space, no
+ * 0x), into *out: 1, or 0 with *out unchanged.  The tools' one parser of
+ * numbers on a command line or in the environment. */
+int prog_number(const char *s, unsigned long long lo, unsigned long long hi, unsigned long long *out);
+
 /* The text form's one non-op line, `bytes N N ...`: raw bytes that a
  * target reads before its program (corrupt's plan, options' string).
  * Returns how many bytes it holds (stored in out), or -1 if the line is not

@@ -521,10 +521,8 @@ static void usage(int status) {
 
 /* A whole decimal number in [lo, hi], or the usage message. */
 static unsigned long long number(int opt, const char *arg, unsigned long long lo, unsigned long long hi) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(arg, &end, 10);
-  if (arg[0] < '0' || arg[0] > '9' || errno || *end || v < lo || v > hi) {
+  unsigned long long v;
+  if (!prog_number(arg, lo, hi, &v)) {
     fprintf(stderr, "%s: -%c %s: want a whole number from %llu to %llu\n", argv0, opt, arg, lo, hi);
     usage(2);
   }

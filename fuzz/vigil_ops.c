@@ -128,11 +128,9 @@ static int cmd_print(int argc, char **argv) {
       if (i + 1 >= argc) return usage(stderr), 2;
       target = argv[++i];
     } else if (strcmp(argv[i], "--skip") == 0 || strcmp(argv[i], "-s") == 0) {
-      char *e;
+      unsigned long long v;
       if (i + 1 >= argc) return usage(stderr), 2;
-      errno = 0;
-      unsigned long long v = strtoull(argv[++i], &e, 10);
-      if (*argv[i] < '0' || *argv[i] > '9' || *e || errno || v > SKIP_MAX) {
+      if (!prog_number(argv[++i], 0, SKIP_MAX, &v)) {
         fprintf(stderr, "%s: --skip takes a byte count up to %zu\n", prog, SKIP_MAX);
         return 2;
       }
