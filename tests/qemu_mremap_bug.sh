@@ -4,8 +4,9 @@
 # mremap(MREMAP_MAYMOVE) leaves the caller's block PROT_NONE.
 #   - natively (x86_64) and under qemu-aarch64 without -R: the block is
 #     intact after the refused grow;
-#   - under qemu-aarch64 -R 0x8000000000 (what the aarch64 libFuzzer/ASan
-#     runs use): the read faults.  The test asserts that the bug is still
+#   - under qemu-aarch64 -R with qemu-targets/aarch64's RESERVED_VA (what
+#     the aarch64 libFuzzer/ASan runs use, 512 GiB less a page): the read
+#     faults.  The test asserts that the bug is still
 #     there: the day QEMU is fixed it fails, saying the workarounds can go;
 #   - under -R too, the same grow with MREMAP_FIXED | MREMAP_MAYMOVE, and a
 #     grow in place (flags 0), leave the block intact.
@@ -54,7 +55,8 @@ intact native maymove
 run qemu qemu-aarch64 "$bin"
 intact qemu maymove
 
-R=(qemu-aarch64 -R 0x8000000000)
+rv=$(sed -n 's/^RESERVED_VA=//p' qemu-targets/aarch64)
+R=(qemu-aarch64 -R "$rv")
 run qemu-R "${R[@]}" "$bin"
 if [ $rc -eq 0 ] && grep -q '^maymove: intact$' "$out/qemu-R.log"; then
   bad "the bug is gone: $(qemu-aarch64 --version | head -n1) keeps the block after a failed mremap(MREMAP_MAYMOVE) under -R.
@@ -70,5 +72,5 @@ for mode in fixed inplace; do
 done
 
 [ $fail -eq 0 ] || exit 1
-echo "qemu_mremap_bug: native and qemu-aarch64: intact after the refused grow; -R 0x8000000000: $(grep -o 'uncaught target signal 11[^-]*' "$out/qemu-R.log" | sed 's/ *$//') (the bug is still there)"
+echo "qemu_mremap_bug: native and qemu-aarch64: intact after the refused grow; -R $rv: $(grep -o 'uncaught target signal 11[^-]*' "$out/qemu-R.log" | sed 's/ *$//') (the bug is still there)"
 echo "qemu_mremap_bug: under -R, MREMAP_FIXED|MREMAP_MAYMOVE and a grow in place leave the block intact"
