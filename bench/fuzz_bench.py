@@ -7,6 +7,9 @@ For each target (FUZZ_TARGETS):
     repeated until a run lasts about a second; the median of --runs runs;
   - libFuzzer + ASan: fuzz/run.sh for --seconds from the seeds alone (a
     fresh working folder), its execs/s and libFuzzer's cov at the end;
+  - the working corpus: the replay driver, as above, over the corpus that
+    libFuzzer run kept (the seeds that add coverage and what it found):
+    what a fuzzer's inputs cost, rather than the seeds' hand-made ones;
   - the floor: what the seeds' forks and threads cost at the least on this
     machine (bench/fuzz_floor.c: a fork the parent waits for, a thread it
     joins), per input on average (corrupt's own fork per input included).
@@ -77,8 +80,9 @@ def floor():
     return {k: float(v) for k, v in re.findall(r"(\w+)=([0-9.]+)", out)}
 
 
-def replay_rate(t, seeds, n_inputs, runs):
-    """Median executions per second of the replay driver over the seeds."""
+def replay_rate(t, seeds, n_inputs, runs, inputs="the seeds"):
+    """Median executions per second of the replay driver over a folder of
+    inputs; RuntimeError if it fails on one."""
     exe = os.path.join(B, "fuzz/replay", t)
     per_run = t in ("threads", "fork")  # -n repeats each input in one process
 
@@ -88,7 +92,7 @@ def replay_rate(t, seeds, n_inputs, runs):
         r = subprocess.run(cmd, capture_output=True, text=True)
         dt = time.monotonic() - t0
         if r.returncode != 0:
-            die(f"{t}: the replay driver failed on the seeds:\n{r.stdout}{r.stderr}")
+            raise RuntimeError(f"{t}: the replay driver failed on {inputs}:\n{r.stdout}{r.stderr}")
         return n_inputs * reps / dt, dt
 
     reps = 1
@@ -99,7 +103,9 @@ def replay_rate(t, seeds, n_inputs, runs):
     return statistics.median([rate] + [once(reps)[0] for _ in range(runs - 1)])
 
 
-def libfuzzer(t, seconds):
+def libfuzzer(t, seconds, runs):
+    """libFuzzer's execs/s, cov and result, and the replay driver's rate
+    and input count over the corpus it kept (None where it found nothing)."""
     work = tempfile.mkdtemp(prefix="vigil-fuzz-bench.")
     try:
         env = dict(os.environ, BUILD=BUILD)
@@ -108,8 +114,16 @@ def libfuzzer(t, seconds):
         for line in r.stdout.splitlines():
             f = line.split()
             if len(f) >= 9 and f[0] == t and f[1] == "libfuzzer":
-                return f[4], f[5], " ".join(f[8:])
-        return "-", "-", f"no summary (exit {r.returncode})"
+                kept = os.path.join(work, "libfuzzer", t, "corpus")
+                n = len(os.listdir(kept)) if os.path.isdir(kept) else 0
+                rate = None
+                try:
+                    if n and f[8] == "ok":
+                        rate = replay_rate(t, kept, n, runs, "libFuzzer's working corpus")
+                except RuntimeError as e:
+                    print(f"fuzz-bench: {e}", file=sys.stderr)
+                return f[4], f[5], " ".join(f[8:]), rate, n
+        return "-", "-", f"no summary (exit {r.returncode})", None, 0
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -141,16 +155,20 @@ def main():
             if r.returncode != 0:
                 die(f"{t}: cannot assemble the seeds:\n{r.stderr}")
             n = len(os.listdir(seeds))
-            rate = replay_rate(t, seeds, n, a.runs)
+            try:
+                rate = replay_rate(t, seeds, n, a.runs)
+            except RuntimeError as e:
+                die(str(e))
         finally:
             shutil.rmtree(seeds, ignore_errors=True)
         # corrupt runs each input in a forked child of its own.
         forks, spawns = count_ops(files, "fork") + (t == "corrupt"), count_ops(files, "spawn")
         fl_us = forks * fl["fork_wait_us"] + spawns * fl["thread_us"]
-        eps, cov, res = ("-", "-", "not run") if a.no_libfuzzer else libfuzzer(t, a.seconds)
-        rows.append((t, n, rate, eps, cov, res, forks, spawns, fl_us))
-        print(f"fuzz-bench: {t}: replay {rate:,.0f}/s over {n} seeds; libFuzzer+ASan {eps}/s, cov {cov} ({res})",
-              file=sys.stderr)
+        eps, cov, res, wrate, wn = ("-", "-", "not run", None, 0) if a.no_libfuzzer else libfuzzer(t, a.seconds, a.runs)
+        rows.append((t, n, rate, eps, cov, res, forks, spawns, fl_us, wrate, wn))
+        print(f"fuzz-bench: {t}: replay {rate:,.0f}/s over {n} seeds"
+              f"{f', {wrate:,.0f}/s over {wn} inputs of the working corpus' if wrate else ''}; "
+              f"libFuzzer+ASan {eps}/s, cov {cov} ({res})", file=sys.stderr)
 
     git = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"], capture_output=True, text=True)
     lines = [
@@ -163,18 +181,21 @@ def main():
         f"{fl['fork_wait_us']:.0f} µs, a thread created and joined {fl['thread_us']:.0f} µs, "
         f"a system call {fl['syscall_ns']:.0f} ns",
         f"- replay: the replay driver (no sanitizer) over each target's seeds, median of {a.runs} runs; "
-        f"libFuzzer + ASan: `fuzz/run.sh -e libfuzzer -s {a.seconds}` from the seeds alone",
+        f"libFuzzer + ASan: `fuzz/run.sh -e libfuzzer -s {a.seconds}` from the seeds alone; "
+        f"working corpus: the replay driver over the corpus that libFuzzer run kept, median of {a.runs} runs",
         "",
         "| target | seeds | replay execs/s (per input) | floor per input (forks, threads a seed) | "
-        f"libFuzzer+ASan execs/s | cov after {a.seconds} s | goal (replay / libFuzzer) |",
-        "|---|---:|---:|---:|---:|---:|---|",
+        f"libFuzzer+ASan execs/s | cov after {a.seconds} s | working corpus: inputs, replay execs/s | "
+        "goal (replay / libFuzzer) |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
-    for t, n, rate, eps, cov, res, forks, spawns, fl_us in rows:
+    for t, n, rate, eps, cov, res, forks, spawns, fl_us, wrate, wn in rows:
         g = GOALS.get(t, (None, None))
         goal = " / ".join(f"{x:,}" if x else "-" for x in g)
         lf = eps if res == "ok" or eps == "-" else f"{eps} ({res})"
+        work = f"{wn}, {wrate:,.0f} ({1e6 / wrate:,.0f} µs)" if wrate else "-"
         lines.append(f"| {t} | {n} | {rate:,.0f} ({1e6 / rate:,.0f} µs) | {fl_us:,.0f} µs ({forks:.1f}, {spawns:.1f}) "
-                     f"| {lf} | {cov} | {goal} |")
+                     f"| {lf} | {cov} | {work} | {goal} |")
     text = "\n".join(lines) + "\n"
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
