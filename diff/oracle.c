@@ -77,6 +77,9 @@ struct run {
   int th_live[PROG_THREADS];
   pthread_cond_t mail_cond; /* broadcast under m.lock when a pass has run */
   int perturb;              /* M_PERTURB is on: both allocators write every new block */
+  /* Threads, and an op that turns M_PERTURB on: it may be on, set by
+   * another thread, by the time any allocation of the program reads it. */
+  int perturb_any_time;
   /* The program's happens-before, decided before it runs (plan_handoffs):
    * the pass a recv waits for (NO_PASS: none, it returns at once), and
    * which passes have run (under m.lock). */
@@ -285,8 +288,11 @@ static void exec_alloc(struct run *r, unsigned t, size_t i, const struct op *o) 
   big = big || (!fail && n > MUST_FIT);
   must = !fail && !big;
   /* With M_PERTURB on, both allocators fill whole new blocks: a request for
-   * gigabytes that the kernel would grant lazily would be touched in full. */
-  if (r->perturb && (big || n > MODEL_CHECK_MAX)) return;
+   * gigabytes that the kernel would grant lazily would be touched in full.
+   * With threads, whether it is on when vigil reads it is a race: a 1.5 GiB
+   * malloc in one thread while the main thread turned perturb on made
+   * libFuzzer's RSS jump by 1.5 GB, on no input alone (2026-12-05). */
+  if ((r->perturb || r->perturb_any_time) && (big || n > MODEL_CHECK_MAX)) return;
 
   /* The vigil side. */
   struct mblock old = {0};
@@ -536,8 +542,10 @@ static void *fork_watchdog(void *arg) {
       (void)!write(2, msg, (size_t)n);
       abort();
     } else {
-      kill(wd_child, SIGKILL); /* the parent's waitpid reports it */
-      wd_killed = 1;
+      /* The parent's waitpid reports the kill.  A child the parent has
+       * reaped already (its deadline passed between waitpid and the
+       * disarm) is gone, ESRCH, and was not killed. */
+      wd_killed = kill(wd_child, SIGKILL) == 0;
       wd_deadline = 0;
     }
   }
@@ -800,6 +808,8 @@ void oracle_run(const struct op *ops, size_t n, const struct oracle_config *cfg)
   r->cfg = cfg;
   r->glibc = cfg->compare_glibc && HAVE_GLIBC_MALLOC && !UNDER_VALGRIND() && !cfg->allow_threads;
   plan_handoffs(r);
+  for (size_t k = 0; k < n && cfg->allow_threads; k++)
+    if (ops[k].kind == OP_TUNE && ops[k].param == M_PERTURB && ops[k].value != 0) r->perturb_any_time = 1;
   model_init(&r->m);
   pthread_cond_init(&r->mail_cond, NULL);
   vigil_malloc_trim(0);
