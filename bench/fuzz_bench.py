@@ -107,6 +107,7 @@ def libfuzzer(t, seconds, runs):
     """libFuzzer's execs/s, cov and result, and the replay driver's rate
     and input count over the corpus it kept (None where it found nothing)."""
     work = tempfile.mkdtemp(prefix="vigil-fuzz-bench.")
+    keep = False
     try:
         env = dict(os.environ, BUILD=BUILD)
         r = subprocess.run(["bash", "fuzz/run.sh", "-e", "libfuzzer", "-s", str(seconds), "-w", work, t],
@@ -117,6 +118,10 @@ def libfuzzer(t, seconds, runs):
                 kept = os.path.join(work, "libfuzzer", t, "corpus")
                 n = len(os.listdir(kept)) if os.path.isdir(kept) else 0
                 rate = None
+                if f[8] != "ok":  # a finding: its summary, and the folder with the input
+                    keep = True
+                    tail = r.stdout[r.stdout.find("fuzz summary"):] if "fuzz summary" in r.stdout else r.stdout[-2000:]
+                    print(f"fuzz-bench: {t}: libFuzzer ended '{' '.join(f[8:])}'; kept {work}\n{tail}", file=sys.stderr)
                 try:
                     if n and f[8] == "ok":
                         rate = replay_rate(t, kept, n, runs, "libFuzzer's working corpus")
@@ -125,7 +130,8 @@ def libfuzzer(t, seconds, runs):
                 return f[4], f[5], " ".join(f[8:]), rate, n
         return "-", "-", f"no summary (exit {r.returncode})", None, 0
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def main():
