@@ -54,10 +54,11 @@
 
 /* VIGIL_ORACLE_GLIBC_MAX: requests above this many bytes run on vigil's
  * side alone (the specification judges it), as a big aligned one does.
- * qemu-targets/lib.sh sets 1 GiB for the QEMU runs of the static builds: QEMU 7.2 zeroes the whole of a brk that
- * grows back over a range it had before, and glibc serves big blocks from
- * brk when an input raises M_MMAP_THRESHOLD (qemu-targets/README.md,
- * "Known QEMU bugs").  Read once, at the first program. */
+ * qemu-targets/lib.sh sets 1 GiB for the QEMU runs of the static builds:
+ * QEMU 7.2 zeroes the whole of a brk that grows back over a range it had
+ * before, and glibc serves big blocks from brk when an input raises
+ * M_MMAP_THRESHOLD (qemu-targets/README.md, "Known QEMU bugs").  Read with
+ * the other knobs (read_knobs). */
 static size_t glibc_max = SIZE_MAX;
 
 struct outcome {
@@ -499,7 +500,9 @@ static unsigned long long env_number(const char *name, unsigned long long lo, un
   return n;
 }
 
-static void fork_knobs(void) {
+/* The oracle's environment knobs, read once, before the first program. */
+static void read_knobs(void) {
+  glibc_max = (size_t)env_number("VIGIL_ORACLE_GLIBC_MAX", 1, SIZE_MAX, SIZE_MAX);
   fork_deadline_ns = env_number("VIGIL_ORACLE_FORK_DEADLINE_MS", 1, 600000, 10000) * 1000000u;
   hang_at = (size_t)env_number("VIGIL_ORACLE_HANG_AT", 0, PROG_MAX_OPS - 1, SIZE_MAX);
 }
@@ -553,7 +556,6 @@ static void *fork_watchdog(void *arg) {
 }
 
 static void start_watchdog(void) {
-  fork_knobs();
   void *page = mmap(NULL, sizeof *fork_at, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (page != MAP_FAILED) fork_at = page;
   pthread_condattr_t ca;
@@ -800,8 +802,8 @@ void oracle_run_input(const uint8_t *data, size_t size, const struct oracle_conf
 }
 
 void oracle_run(const struct op *ops, size_t n, const struct oracle_config *cfg) {
-  static int knobs_read;
-  if (!knobs_read) knobs_read = 1, glibc_max = (size_t)env_number("VIGIL_ORACLE_GLIBC_MAX", 1, SIZE_MAX, SIZE_MAX);
+  static pthread_once_t knobs = PTHREAD_ONCE_INIT;
+  pthread_once(&knobs, read_knobs);
   struct run *r = calloc(1, sizeof *r);
   r->ops = ops;
   r->n = n;

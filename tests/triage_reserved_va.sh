@@ -97,7 +97,8 @@ grep -qE '^classification: .*(architecture-only|page-size-only|everywhere)' "$ou
   bad "classified as vigil's or the architecture's too"
 grep -qE '^reference: aarch64 -R p4k: SIGSEGV' "$out" || bad "the reference should be the static build under -R"
 # The read is model_verify's memcmp (frame 0, libc's, then first_other).
-grep -A12 '^stack (gdb-multiarch on qemu-aarch64 -R 0x[0-9a-f]* -g' "$out" | grep -qE '#[0-2] .*model_verify .* at diff/model\.c:[0-9]+' ||
+rv=$(sed -n 's/^RESERVED_VA=//p' qemu-targets/aarch64)
+grep -A12 "^stack (gdb-multiarch on qemu-aarch64 -R $rv -g" "$out" | grep -qE '#[0-2] .*model_verify .* at diff/model\.c:[0-9]+' ||
   bad "no gdb-multiarch stack under -R ending in the oracle's read of the block (model_verify, within its top 3 frames)"
 grep -q '^no bisect command: only qemu -R reproduces it' "$out" || bad "a bisect command without -R was offered"
 
