@@ -10,9 +10,14 @@ For each target (FUZZ_TARGETS):
   - the working corpus: the replay driver, as above, over the corpus that
     libFuzzer run kept (the seeds that add coverage and what it found):
     what a fuzzer's inputs cost, rather than the seeds' hand-made ones;
-  - the floor: what the seeds' forks and threads cost at the least on this
-    machine (bench/fuzz_floor.c: a fork the parent waits for, a thread it
-    joins), per input on average (corrupt's own fork per input included).
+  - the floor: what the inputs' forks, threads and page faults cost at the
+    least on this machine (bench/fuzz_floor.c: a fork the parent waits
+    for, a thread it joins, a fault on a fresh page), per input on average
+    (corrupt's own fork per input included), threads and faults shared
+    among the cores where the program has threads.  The faults are the
+    ones the replay driver took (getrusage of its process and children,
+    less its start): memory the program touched that was not mapped in
+    yet, which its fills and callocs write and the kernel zeroes first.
 Writes bench/results/fuzz.md (or --out) and prints it.  A benchmark, never a
 test: nothing here fails on a slow number.
 
@@ -24,8 +29,8 @@ import datetime
 import os
 import platform
 import re
+import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,6 +42,10 @@ B = BUILD if os.path.isabs(BUILD) else os.path.join(ROOT, BUILD)
 # What issue 11 asks of each target, in the replay driver and under libFuzzer+ASan.
 GOALS = {"api": (10000, None), "options": (10000, None), "edge": (10000, None),
          "threads": (1000, 300), "fork": (1000, 300), "corrupt": (2000, None)}
+# The targets whose programs run their spawn and fork ops (fuzz/<t>.c's
+# allow_threads, allow_fork); elsewhere those ops run inline.
+SPAWNS = {"threads", "fork"}
+FORKS = {"fork"}
 
 
 def die(msg):
@@ -58,20 +67,35 @@ def seed_dirs(t):
             if os.path.isdir(d)]
 
 
-def ops_files(t):
-    out = []
-    for d in seed_dirs(t):
-        out += [os.path.join(d, f) for f in sorted(os.listdir(d)) if f.endswith(".ops")]
-    return out
-
-
-def count_ops(files, word):
+def count_ops(lines, n_inputs, word):
     """Lines of the text form that are this op, per input on average."""
-    total = 0
-    for f in files:
-        with open(f) as fh:
-            total += sum(1 for line in fh if line.strip().split(" ", 1)[0] == word)
-    return total / len(files) if files else 0.0
+    total = sum(1 for line in lines if line.strip().split(" ", 1)[0] == word)
+    return total / n_inputs if n_inputs else 0.0
+
+
+def text_of_binaries(t, folder):
+    """The text form of a folder of binary inputs (vigil-ops print, the one
+    decoder), and how many there are."""
+    files = sorted(os.path.join(folder, f) for f in os.listdir(folder))
+    if not files:
+        return [], 0
+    r = subprocess.run([os.path.join(B, "vigil-ops"), "print", "--target", t] + files,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        die(f"{t}: vigil-ops print failed on {folder}:\n{r.stderr}")
+    return r.stdout.splitlines(), len(files)
+
+
+def floor_us(t, fl, lines, n_inputs, faults):
+    """The floor of an input on average, and its forks and threads.  A
+    fork's wait is the program's alone; threads and faults can spread over
+    the machine's cores where the program has threads (the spawned ones run
+    beside main), so that part is shared out among them."""
+    forks = (count_ops(lines, n_inputs, "fork") if t in FORKS else 0.0) + (t == "corrupt")
+    spawns = count_ops(lines, n_inputs, "spawn") if t in SPAWNS else 0.0
+    cores = min(os.cpu_count() or 1, 1 + spawns)
+    us = forks * fl["fork_wait_us"] + (spawns * fl["thread_us"] + faults * fl["fault_ns"] / 1000) / cores
+    return us, forks, spawns
 
 
 def floor():
@@ -80,32 +104,48 @@ def floor():
     return {k: float(v) for k, v in re.findall(r"(\w+)=([0-9.]+)", out)}
 
 
+def child_faults():
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
+
+
 def replay_rate(t, seeds, n_inputs, runs, inputs="the seeds"):
     """Median executions per second of the replay driver over a folder of
-    inputs; RuntimeError if it fails on one."""
+    inputs, and its page faults per input (of the run the median came
+    from); RuntimeError if it fails on one."""
     exe = os.path.join(B, "fuzz/replay", t)
     per_run = t in ("threads", "fork")  # -n repeats each input in one process
 
-    def once(reps):
-        cmd = [exe, "-q"] + (["-n", str(reps), seeds] if per_run else [seeds] * reps)
-        t0 = time.monotonic()
+    def run(cmd):
+        f0, t0 = child_faults(), time.monotonic()
         r = subprocess.run(cmd, capture_output=True, text=True)
-        dt = time.monotonic() - t0
+        dt, faults = time.monotonic() - t0, child_faults() - f0
         if r.returncode != 0:
             raise RuntimeError(f"{t}: the replay driver failed on {inputs}:\n{r.stdout}{r.stderr}")
-        return n_inputs * reps / dt, dt
+        return dt, faults
+
+    empty = tempfile.mkdtemp(prefix="vigil-fuzz-bench-empty.")
+    try:
+        start = min(run([exe, "-q", empty])[1] for _ in range(3))  # the driver's own start
+    finally:
+        shutil.rmtree(empty, ignore_errors=True)
+
+    def once(reps):
+        dt, faults = run([exe, "-q"] + (["-n", str(reps), seeds] if per_run else [seeds] * reps))
+        return n_inputs * reps / dt, dt, max(faults - start, 0) / (n_inputs * reps)
 
     reps = 1
-    rate, dt = once(reps)
+    rate, dt, _ = once(reps)
     while dt < 1.0 and reps < 100000:
         reps = max(reps * 2, int(reps * 1.2 / max(dt, 1e-3)))
-        rate, dt = once(reps)
-    return statistics.median([rate] + [once(reps)[0] for _ in range(runs - 1)])
+        rate, dt, _ = once(reps)
+    results = sorted(once(reps)[::2] for _ in range(runs))
+    return results[len(results) // 2]
 
 
-def libfuzzer(t, seconds, runs):
-    """libFuzzer's execs/s, cov and result, and the replay driver's rate
-    and input count over the corpus it kept (None where it found nothing)."""
+def libfuzzer(t, seconds, runs, fl):
+    """libFuzzer's execs/s, cov and result, and the replay driver's rate,
+    its floor (floor_us) and the input count over the corpus it kept (None
+    where it found nothing)."""
     work = tempfile.mkdtemp(prefix="vigil-fuzz-bench.")
     keep = False
     try:
@@ -117,18 +157,20 @@ def libfuzzer(t, seconds, runs):
             if len(f) >= 9 and f[0] == t and f[1] == "libfuzzer":
                 kept = os.path.join(work, "libfuzzer", t, "corpus")
                 n = len(os.listdir(kept)) if os.path.isdir(kept) else 0
-                rate = None
+                rate = wfloor = None
                 if f[8] != "ok":  # a finding: its summary, and the folder with the input
                     keep = True
                     tail = r.stdout[r.stdout.find("fuzz summary"):] if "fuzz summary" in r.stdout else r.stdout[-2000:]
                     print(f"fuzz-bench: {t}: libFuzzer ended '{' '.join(f[8:])}'; kept {work}\n{tail}", file=sys.stderr)
                 try:
                     if n and f[8] == "ok":
-                        rate = replay_rate(t, kept, n, runs, "libFuzzer's working corpus")
+                        rate, faults = replay_rate(t, kept, n, runs, "libFuzzer's working corpus")
+                        lines, n_text = text_of_binaries(t, kept)
+                        wfloor = floor_us(t, fl, lines, n_text, faults) + (faults,)
                 except RuntimeError as e:
                     print(f"fuzz-bench: {e}", file=sys.stderr)
-                return f[4], f[5], " ".join(f[8:]), rate, n
-        return "-", "-", f"no summary (exit {r.returncode})", None, 0
+                return f[4], f[5], " ".join(f[8:]), rate, n, wfloor
+        return "-", "-", f"no summary (exit {r.returncode})", None, 0, None
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -153,7 +195,6 @@ def main():
     fl = floor()
     rows = []
     for t in targets:
-        files = ops_files(t)
         seeds = tempfile.mkdtemp(prefix=f"vigil-fuzz-bench-{t}.")
         try:
             r = subprocess.run([os.path.join(B, "fuzz/replay", t), "-q", "-A", seeds] + seed_dirs(t),
@@ -162,16 +203,15 @@ def main():
                 die(f"{t}: cannot assemble the seeds:\n{r.stderr}")
             n = len(os.listdir(seeds))
             try:
-                rate = replay_rate(t, seeds, n, a.runs)
+                rate, faults = replay_rate(t, seeds, n, a.runs)
             except RuntimeError as e:
                 die(str(e))
+            fl_us, forks, spawns = floor_us(t, fl, *text_of_binaries(t, seeds), faults)
         finally:
             shutil.rmtree(seeds, ignore_errors=True)
-        # corrupt runs each input in a forked child of its own.
-        forks, spawns = count_ops(files, "fork") + (t == "corrupt"), count_ops(files, "spawn")
-        fl_us = forks * fl["fork_wait_us"] + spawns * fl["thread_us"]
-        eps, cov, res, wrate, wn = ("-", "-", "not run", None, 0) if a.no_libfuzzer else libfuzzer(t, a.seconds, a.runs)
-        rows.append((t, n, rate, eps, cov, res, forks, spawns, fl_us, wrate, wn))
+        eps, cov, res, wrate, wn, wfloor = (("-", "-", "not run", None, 0, None) if a.no_libfuzzer
+                                            else libfuzzer(t, a.seconds, a.runs, fl))
+        rows.append((t, n, rate, eps, cov, res, forks, spawns, faults, fl_us, wrate, wn, wfloor))
         print(f"fuzz-bench: {t}: replay {rate:,.0f}/s over {n} seeds"
               f"{f', {wrate:,.0f}/s over {wn} inputs of the working corpus' if wrate else ''}; "
               f"libFuzzer+ASan {eps}/s, cov {cov} ({res})", file=sys.stderr)
@@ -185,23 +225,25 @@ def main():
         f"- vigil: {git.stdout.strip() or 'unknown'}",
         f"- floor on this machine (bench/fuzz_floor.c, medians of 301): a fork the parent waits for "
         f"{fl['fork_wait_us']:.0f} µs, a thread created and joined {fl['thread_us']:.0f} µs, "
-        f"a system call {fl['syscall_ns']:.0f} ns",
+        f"a system call {fl['syscall_ns']:.0f} ns, a page fault on a fresh page {fl['fault_ns'] / 1000:.1f} µs",
         f"- replay: the replay driver (no sanitizer) over each target's seeds, median of {a.runs} runs; "
         f"libFuzzer + ASan: `fuzz/run.sh -e libfuzzer -s {a.seconds}` from the seeds alone; "
         f"working corpus: the replay driver over the corpus that libFuzzer run kept, median of {a.runs} runs",
         "",
-        "| target | seeds | replay execs/s (per input) | floor per input (forks, threads a seed) | "
-        f"libFuzzer+ASan execs/s | cov after {a.seconds} s | working corpus: inputs, replay execs/s | "
-        "goal (replay / libFuzzer) |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
+        "| target | seeds | replay execs/s (per input) | floor per input (forks, threads, page faults an input) | "
+        f"libFuzzer+ASan execs/s | cov after {a.seconds} s | working corpus: inputs, replay execs/s (per input) | "
+        "working corpus: floor per input (forks, threads, faults) | goal (replay / libFuzzer) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
-    for t, n, rate, eps, cov, res, forks, spawns, fl_us, wrate, wn in rows:
+    for t, n, rate, eps, cov, res, forks, spawns, faults, fl_us, wrate, wn, wfloor in rows:
         g = GOALS.get(t, (None, None))
         goal = " / ".join(f"{x:,}" if x else "-" for x in g)
         lf = eps if res == "ok" or eps == "-" else f"{eps} ({res})"
         work = f"{wn}, {wrate:,.0f} ({1e6 / wrate:,.0f} µs)" if wrate else "-"
-        lines.append(f"| {t} | {n} | {rate:,.0f} ({1e6 / rate:,.0f} µs) | {fl_us:,.0f} µs ({forks:.1f}, {spawns:.1f}) "
-                     f"| {lf} | {cov} | {work} | {goal} |")
+        wfl = f"{wfloor[0]:,.0f} µs ({wfloor[1]:.1f}, {wfloor[2]:.1f}, {wfloor[3]:,.0f})" if wfloor else "-"
+        lines.append(f"| {t} | {n} | {rate:,.0f} ({1e6 / rate:,.0f} µs) "
+                     f"| {fl_us:,.0f} µs ({forks:.1f}, {spawns:.1f}, {faults:,.0f}) "
+                     f"| {lf} | {cov} | {work} | {wfl} | {goal} |")
     text = "\n".join(lines) + "\n"
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
