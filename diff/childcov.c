@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "childcov.h"
@@ -65,7 +66,7 @@ void childcov_child(void) {
   (void)mmap((void *)lo, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, file, 0);
 }
 
-void childcov_merge(void) {
+static void merge(void) {
   if (view == NULL) return;
   uint8_t *mine = __start___sancov_cntrs;
   const unsigned char *theirs = view + ((uintptr_t)mine - lo);
@@ -73,4 +74,12 @@ void childcov_merge(void) {
   for (size_t i = 0; i < n; i++)
     if (theirs[i] > mine[i]) mine[i] = theirs[i];
   memset(view, 0, len);
+}
+
+pid_t childcov_wait(pid_t pid, int *status) {
+  pid_t w;
+  while ((w = waitpid(pid, status, 0)) < 0 && errno == EINTR) {
+  }
+  merge();
+  return w;
 }

@@ -8,17 +8,20 @@
  *
  * Without libFuzzer's counters (the replay and AFL++ builds: AFL++'s map is
  * shared memory already), or with VIGIL_CHILDCOV=0 in the environment,
- * every call does nothing.  One child at a time:
- * the parent calls childcov_merge after the child's waitpid, before the
- * next fork. */
+ * every call does nothing but childcov_wait's wait.  One child at a time:
+ * the parent waits for it with childcov_wait before the next fork. */
 #ifndef VIGIL_CHILDCOV_H
 #define VIGIL_CHILDCOV_H
 
+#include <sys/types.h>
+
 /* Parent, before fork(): makes the shared file, once.  Child, first thing
- * after fork(): moves its counters there.  Parent, after waitpid(): merges
- * them into its own, and clears the file for the next child. */
+ * after fork(): moves its counters there.  Parent: waits for the child (a
+ * blocking waitpid, retried on EINTR), merges its counters into its own
+ * and clears the file for the next child; returns what waitpid returned,
+ * the status in *status. */
 void childcov_prepare(void);
 void childcov_child(void);
-void childcov_merge(void);
+pid_t childcov_wait(pid_t pid, int *status);
 
 #endif

@@ -619,11 +619,8 @@ static void exec_fork(struct run *r, size_t i, const struct op *o, size_t from, 
   }
   watchdog_set(pid, now_ns() + fork_deadline_ns);
   int st = 0;
-  pid_t w;
-  while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR) {
-  }
+  pid_t w = childcov_wait(pid, &st); /* its coverage reaches libFuzzer too */
   int killed = watchdog_set(0, 0);
-  childcov_merge();
   if (w < 0) FAIL("waitpid: %s", strerror(errno));
   if (killed) {
     size_t at = fork_at ? atomic_load(fork_at) : FORK_AT_DONE - 1;

@@ -260,8 +260,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (ready < 0 && errno == EINTR) continue;
     if (ready == 0) {
       kill(pid, SIGKILL);
-      while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-      }
+      childcov_wait(pid, &st);
       fprintf(stderr, "corrupt: %s: the child hung\n%s", kind_names[pl.kind], out);
       abort();
     }
@@ -270,9 +269,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     else if (r == 0 || (r < 0 && errno != EINTR)) break;
   }
   close(fds[0]);
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  childcov_merge();
+  childcov_wait(pid, &st);
   if (WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 42)) return 0; /* consistent, or a guard */
   if (WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT)
     for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
