@@ -107,9 +107,11 @@ for t in $targets; do
 
   # Options: LeakSanitizer off for the threaded targets, NULL (not a report)
   # for the oracle's impossible glibc requests, no OOM report for a single
-  # large block that succeeds (fuzz/run.sh explains each).
-  leaks=1
+  # large block that succeeds, a small ASan quarantine where every input
+  # forks (fuzz/run.sh explains each).
+  leaks=1 quarantine=""
   case $t in threads | fork) leaks=0 ;; esac
+  case $t in fork | corrupt) quarantine="quarantine_size_mb = 16" ;; esac
   cat >"$OUT/$t.options" <<EOF
 [libfuzzer]
 detect_leaks = $leaks
@@ -120,6 +122,7 @@ close_fd_mask = 1
 [asan]
 allocator_may_return_null = 1
 detect_leaks = $leaks
+$quarantine
 
 [ubsan]
 print_stacktrace = 1
