@@ -113,7 +113,7 @@ def replay_rate(t, seeds, n_inputs, runs, inputs="the seeds"):
     inputs, and its page faults per input (of the run the median came
     from); RuntimeError if it fails on one."""
     exe = os.path.join(B, "fuzz/replay", t)
-    per_run = t in ("threads", "fork")  # -n repeats each input in one process
+    per_run = t in SPAWNS  # -n repeats each input in one process
 
     def run(cmd):
         f0, t0 = child_faults(), time.monotonic()
@@ -138,7 +138,7 @@ def replay_rate(t, seeds, n_inputs, runs, inputs="the seeds"):
     while dt < 1.0 and reps < 100000:
         reps = max(reps * 2, int(reps * 1.2 / max(dt, 1e-3)))
         rate, dt, _ = once(reps)
-    results = sorted(once(reps)[::2] for _ in range(runs))
+    results = sorted((rate, faults) for rate, _, faults in (once(reps) for _ in range(runs)))
     return results[len(results) // 2]
 
 

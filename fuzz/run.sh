@@ -96,7 +96,7 @@ leaks_for() { case $1 in threads | fork) echo 0 ;; *) echo 1 ;; esac; }
 # and a fork copies the page tables of all that is resident: in the targets
 # that fork per op or per input, a 60 s libFuzzer run of fork grew to 421 MB
 # and made 10 execs/s; with 16 MB it stayed at 86 MB and made 23 (corrupt:
-# 106 -> 65 MB, 120 -> 140 execs/s; 2026-12-05).  The quarantine guards the
+# 106 -> 65 MB, its rate within run-to-run noise; 2026-12-05).  It guards the
 # harness's own heap (libFuzzer, the oracle); vigil's blocks are not in it.
 asan_extra_for() { case $1 in fork | corrupt) echo ":quarantine_size_mb=16" ;; esac; }
 
