@@ -387,6 +387,28 @@ static void *thread_main(void *arg) {
   return NULL;
 }
 
+/* A program's threads run a few dozen ops each, on 256 KiB stacks rather
+ * than the 8 MiB default.  Under ASan a thread's stack shadow (an eighth of
+ * the stack) is mapped afresh at its start and given back at its exit once
+ * it passes 64 KiB, so every thread paid those syscalls and refaulted the
+ * shadow: with 256 KiB stacks the threads target made half the madvise
+ * calls, and `-runs=0` over a 669-input working corpus took 3 to 9% less
+ * time in three A/B runs (2026-12-05; the replay driver, no sanitizer, did
+ * not move). */
+#define THREAD_STACK ((size_t)256 << 10)
+
+static int start_thread(struct run *r, unsigned t, size_t from, size_t to) {
+  struct thread_arg *a = malloc(sizeof *a);
+  *a = (struct thread_arg){r, t, from, to};
+  pthread_attr_t at;
+  pthread_attr_init(&at);
+  pthread_attr_setstacksize(&at, THREAD_STACK);
+  int err = pthread_create(&r->th[t], &at, thread_main, a);
+  pthread_attr_destroy(&at);
+  if (err) free(a);
+  return err;
+}
+
 static void join(struct run *r, unsigned t) {
   if (r->th_live[t]) {
     pthread_join(r->th[t], NULL);
@@ -739,9 +761,7 @@ static void exec_range(struct run *r, unsigned t, size_t from, size_t to, int in
         if (t == 0 && !in_child && cfg->allow_threads) {
           size_t end = i + 1 + o->count < to ? i + 1 + o->count : to;
           join(r, o->thread);
-          struct thread_arg *a = malloc(sizeof *a);
-          *a = (struct thread_arg){r, o->thread, i + 1, end};
-          if (pthread_create(&r->th[o->thread], NULL, thread_main, a) != 0) FAIL("pthread_create failed");
+          if (start_thread(r, o->thread, i + 1, end) != 0) FAIL("pthread_create failed");
           r->th_live[o->thread] = 1;
           r->nlive++;
           atomic_fetch_add(&r->cost.events, 1);
