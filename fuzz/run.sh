@@ -82,37 +82,22 @@ mkdir -p "$work" && work=$(cd "$work" && pwd) || die "cannot create $work"
 case $work/ in "$B"/*) ;; "$ROOT"/*) echo "fuzz/run.sh: note: $work is inside the source tree" >&2 ;; esac
 
 # ---- the engines ------------------------------------------------------------
-# LeakSanitizer: on for the sequential targets, where a leak is a harness bug
-# (the oracle must give back every glibc block, or long runs die at the RSS
-# limit).  Off for threads and fork: libFuzzer decides to run a leak check
-# when an input's malloc and free counts differ, and there they differ
-# without a leak (fork's background threads allocate all the time; glibc
-# keeps thread stacks and TLS in caches), so every input would pay for a
-# stop-the-world scan that finds nothing.  vigil's own memory comes from mmap,
-# which LSan does not track either way: vigil's leaks are the model's job.
-leaks_for() { case $1 in threads | fork) echo 0 ;; *) echo 1 ;; esac; }
+# The per-target sanitizer options (LeakSanitizer, ASan's quarantine), with
+# their reasons: fuzz/sanitizer_options.sh, shared with qemu-targets/fuzz.sh
+# and the OSS-Fuzz .options.
+. "$ROOT/fuzz/sanitizer_options.sh"
 
-# ASan's quarantine of freed heap blocks (256 MB by default) stays resident,
-# and a fork copies the page tables of all that is resident: in the targets
-# that fork per op or per input, a 60 s libFuzzer run of fork grew to 421 MB
-# and made 10 execs/s; with 16 MB it stayed at 86 MB and made 23 (corrupt:
-# 106 -> 65 MB, its rate within run-to-run noise; 2026-12-05).  It guards the
-# harness's own heap (libFuzzer, the oracle); vigil's blocks are not in it.
-asan_extra_for() { case $1 in fork | corrupt) echo ":quarantine_size_mb=16" ;; esac; }
-
-# allocator_may_return_null=1: the glibc comparison asks the process's
-# malloc (ASan's, in this build) for sizes up to SIZE_MAX on purpose and
-# expects NULL and ENOMEM, not an ASan report.  -malloc_limit_mb: libFuzzer
-# otherwise reports any single malloc over rss_limit_mb (2 GB) as an OOM,
-# even one that succeeds without touching its memory; the RSS limit still
-# catches real growth.  -close_fd_mask=1: the targets' stdout is noise; their
-# stderr (the oracle's divergence message) stays in the log.
+# -malloc_limit_mb: libFuzzer otherwise reports any single malloc over
+# rss_limit_mb (2 GB) as an OOM, even one that succeeds without touching its
+# memory; the RSS limit still catches real growth.  -close_fd_mask=1: the
+# targets' stdout is noise; their stderr (the oracle's divergence message)
+# stays in the log.
 lf_env() {
-  echo "ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=$(leaks_for "$1")$(asan_extra_for "$1")${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+  echo "ASAN_OPTIONS=$(fuzz_asan_options "$1" "$(fuzz_leaks "$1")")${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
   echo "UBSAN_OPTIONS=print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 }
 lf_flags() {
-  echo "-timeout=$hang -rss_limit_mb=$rss_mb -malloc_limit_mb=1048576 -detect_leaks=$(leaks_for "$1")"
+  echo "-timeout=$hang -rss_limit_mb=$rss_mb -malloc_limit_mb=1048576 -detect_leaks=$(fuzz_leaks "$1")"
 }
 
 # Every input file under the seed folders, as binary, into $W/seeds.
@@ -191,7 +176,7 @@ start_afl() {
       0) name=main; [ "${FUZZ_AFL_SECONDARY:-0}" = 1 ] || role=-M; venv+=("${statsd[@]}") ;;
       1) name=cmplog; extra=(-c "$B/fuzz/afl-cmplog/$t") ;;
       2) name=asan; bin=$B/fuzz/afl-asan/$t
-         venv=(ASAN_OPTIONS="abort_on_error=1:symbolize=0:allocator_may_return_null=1:detect_leaks=$(leaks_for "$t")$(asan_extra_for "$t")") ;;
+         venv=(ASAN_OPTIONS="abort_on_error=1:symbolize=0:$(fuzz_asan_options "$t" "$(fuzz_leaks "$t")")") ;;
       *) name=plain$i; extra=(-p "${schedules[$(( (i - 3) % ${#schedules[@]} ))]}") ;;
     esac
     local out=$log

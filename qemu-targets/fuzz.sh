@@ -61,9 +61,11 @@ read -r -a targets <<<"${targets:-$all_targets}"
 for t in "${targets[@]}"; do
   [[ " $all_targets " == *" $t "* ]] || { echo "qemu-fuzz: unknown target '$t' (fuzz/fuzz.mk: $all_targets)" >&2; exit 2; }
 done
-# libFuzzer's sanitizers: LSan cannot run under QEMU; the glibc comparison
-# asks ASan's malloc for sizes up to SIZE_MAX on purpose.
-export ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1
+# libFuzzer's sanitizers: each target's ASan options as fuzz/run.sh gives
+# them (fuzz/sanitizer_options.sh: a small quarantine where inputs fork),
+# set per target below, but LSan off (it cannot run under QEMU).
+. fuzz/sanitizer_options.sh
+export UBSAN_OPTIONS=print_stacktrace=1
 
 # The tools of every arch first: nothing runs if one is missing.
 bad=0
@@ -135,6 +137,7 @@ $(tail -n 15 "$work/$arch/build.log" | sed 's/^/     | /')")
     if [ -n "$execs_n" ]; then echo "qemu-fuzz: $arch/$t: $engine, $execs_n execs, seed $seed_n"
     else echo "qemu-fuzz: $arch/$t: $engine, $seconds s${seed_n:+, seed $seed_n}"; fi
     start=$(date +%s.%N)
+    export ASAN_OPTIONS=$(fuzz_asan_options "$t" 0)
     if [ $engine = libfuzzer ]; then
       # qemu-aarch64 -R -E LD_LIBRARY_PATH=/lib, and -rss_limit_mb=0: why,
       # in lib.sh (qt_lf_runner).

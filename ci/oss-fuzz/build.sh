@@ -24,6 +24,7 @@
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 if [ -f "$here/../../src/api.c" ]; then ROOT=$(cd "$here/../.." && pwd); else ROOT=$SRC/vigil; fi
 cd "$ROOT"
+. fuzz/sanitizer_options.sh
 : "${OUT:?OUT is not set}" "${CC:?CC is not set}" "${CXX:?CXX is not set}" "${LIB_FUZZING_ENGINE?LIB_FUZZING_ENGINE is not set}"
 CFLAGS=${CFLAGS:-} CXXFLAGS=${CXXFLAGS:-}
 B=${WORK:-$(mktemp -d)}/vigil-build
@@ -105,13 +106,11 @@ for t in $targets; do
     fi
   } >"$OUT/$t.dict"
 
-  # Options: LeakSanitizer off for the threaded targets, NULL (not a report)
-  # for the oracle's impossible glibc requests, no OOM report for a single
-  # large block that succeeds, a small ASan quarantine where every input
-  # forks (fuzz/run.sh explains each).
-  leaks=1 quarantine=""
-  case $t in threads | fork) leaks=0 ;; esac
-  case $t in fork | corrupt) quarantine="quarantine_size_mb = 16" ;; esac
+  # Options: fuzz/sanitizer_options.sh's LeakSanitizer and ASan quarantine
+  # (fuzz/run.sh uses the same), NULL (not a report) for the oracle's
+  # impossible glibc requests, no OOM report for a single large block that
+  # succeeds (fuzz/run.sh explains each).
+  leaks=$(fuzz_leaks "$t") quarantine=$(fuzz_quarantine_mb "$t")
   cat >"$OUT/$t.options" <<EOF
 [libfuzzer]
 detect_leaks = $leaks
@@ -122,7 +121,7 @@ close_fd_mask = 1
 [asan]
 allocator_may_return_null = 1
 detect_leaks = $leaks
-$quarantine
+${quarantine:+quarantine_size_mb = $quarantine}
 
 [ubsan]
 print_stacktrace = 1
