@@ -499,8 +499,8 @@ static void exec_recv(struct run *r, unsigned t, size_t i, const struct op *o, i
  * order), and a child can hang: a watchdog thread, asleep until a deadline
  * 10 s away, turns either into a failure.  While the fork and the child
  * are healthy it costs nothing: it is armed before fork() and disarmed
- * after waitpid(), and it wakes only when a deadline passes (or when it is
- * armed from idle).  alarm() is not used: libFuzzer owns SIGALRM.
+ * when the child has ended, and it wakes only when a deadline passes (or
+ * when it is armed from idle).  alarm() is not used: libFuzzer owns SIGALRM.
  * For tests/fork_hang.sh, two environment variables: VIGIL_ORACLE_FORK_DEADLINE_MS
  * (1 to 600000) shortens the deadline, and VIGIL_ORACLE_HANG_AT=K makes a
  * fork child that reaches op #K sleep for ever, so that the detection can
@@ -567,9 +567,10 @@ static void *fork_watchdog(void *arg) {
       (void)!write(2, msg, (size_t)n);
       abort();
     } else {
-      /* The parent's waitpid reports the kill.  A child the parent has
-       * reaped already (its deadline passed between waitpid and the
-       * disarm) is gone, ESRCH, and was not killed. */
+      /* The parent's waitpid reports the kill.  A child that ended just
+       * before its deadline is a zombie until the parent (which disarms
+       * first) reaps it: kill does nothing to it, and its status says
+       * that it exited. */
       wd_killed = kill(wd_child, SIGKILL) == 0;
       wd_deadline = 0;
     }
@@ -640,11 +641,17 @@ static void exec_fork(struct run *r, size_t i, const struct op *o, size_t from, 
     _exit(0); /* never exit(): the fuzzer's hooks must not run in the child */
   }
   watchdog_set(pid, now_ns() + fork_deadline_ns);
+  /* The child's end, without reaping it (WNOWAIT): the watchdog is disarmed
+   * while the pid is still this child's, so it can never kill a process
+   * that took the pid over after the reap. */
+  siginfo_t si;
+  while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+  }
+  int killed = watchdog_set(0, 0);
   int st = 0;
   pid_t w = childcov_wait(pid, &st); /* its coverage reaches libFuzzer too */
-  int killed = watchdog_set(0, 0);
   if (w < 0) FAIL("waitpid: %s", strerror(errno));
-  if (killed) {
+  if (killed && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) {
     size_t at = fork_at ? atomic_load(fork_at) : FORK_AT_DONE - 1;
     double secs = (double)fork_deadline_ns / 1e9;
     if (at == 0) FAIL("the fork child hung before its first op, in fork()'s return (killed after %.1f s)", secs);
