@@ -324,6 +324,11 @@ void *vigil_realloc(void *p, size_t n) {
     q = p; /* fits, and wastes at most half */
     if (canary) canary_set(p, n, pg->bsize);
   } else if (pg == NULL) {
+    /* A shrink, which always succeeds, unmaps the address space past twice
+     * the new size (src/large.c), where another thread may map at once:
+     * the tail is described as gone before that, as a span's is. */
+    size_t len = VG_ANNOTATE ? align_up(n, vg_os_page_size()) : old;
+    if (len < old) vg_ann_resize(p, old, len, n), old = len;
     q = vg_large_realloc(p, n); /* in place, or its pages move: no copy */
   } else if (pg->kind == PK_SPAN) {
     /* A shrink, which always succeeds, gives its tail pages to whichever

@@ -56,8 +56,8 @@ void *vg_os_map(void *hint, size_t len, int rw) {
 void vg_os_unmap(void *p, size_t len) {
   int saved = errno;
   COUNT(unmap);
+  vg_ann_unmapped(p, len); /* while still ours: after munmap, another thread may own it */
   munmap(p, len);
-  vg_ann_unmapped(p, len);
   if (INJECTED(VG_FAIL_UNMAP)) errno = ENOMEM;
   errno = saved;
 }
@@ -143,10 +143,13 @@ void *vg_os_remap(void *old, size_t oldlen, size_t newlen, void *dest) {
     errno = ENOMEM;
     return NULL;
   }
+  /* The pages, and their contents, go to dest, and old is anyone's once
+   * mremap returns: its annotations go first.  (On a failure the block
+   * stays at old without its tail's poison, until vigil_realloc moves it
+   * by a copy and frees it.) */
+  vg_ann_unmapped(old, oldlen);
   void *p = mremap(old, oldlen, newlen, MREMAP_MAYMOVE | MREMAP_FIXED, dest);
-  if (p == MAP_FAILED) return NULL;
-  vg_ann_unmapped(old, oldlen); /* the pages, and their contents, are at dest */
-  return p;
+  return p == MAP_FAILED ? NULL : p;
 }
 
 int vg_os_random(void *buf, size_t n) {

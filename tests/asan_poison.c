@@ -4,8 +4,12 @@
  * (src/annotate.h), so the sanitizer must stop the program at the bad
  * access.  tests/asan_poison.sh runs it, and a control build without the
  * annotations (-DVIGIL_NO_POISON), where the same access goes unseen. */
+#define _GNU_SOURCE
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "vigil.h"
 
@@ -45,6 +49,28 @@ int main(int argc, char **argv) {
     unsigned char *z = vigil_calloc(10, 10);
     if (!p || !s || !z || z[99] != 0) return 2;
     vigil_free(z);
+  } else if (strcmp(what, "large-shrink") == 0) {
+    /* A mapped block shrunk to a fifth gives back the address space past
+     * twice its new size (src/large.c), and another thread may map there
+     * at once: its memory must not come out poisoned.  vigil poisoned the
+     * shrunk tail after the unmap, over the new mapping too (found by
+     * make fuzz-bench's threads run, 2026-12-05).  The new mapping here is
+     * made at the freed address, as the kernel gave it to that thread. */
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE), mib = (size_t)1 << 20;
+    unsigned char *big = vigil_malloc(5 * mib);
+    if (big == NULL) return 2;
+    memset(big, 6, 5 * mib);
+    unsigned char *small = vigil_realloc(big, mib);
+    if (small != big) return 2; /* shrinks stay in place */
+    unsigned char *at = (unsigned char *)(((uintptr_t)small + 3 * mib + ps - 1) & ~(uintptr_t)(ps - 1));
+    unsigned char *m = mmap(at, mib, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (m != at) {
+      fprintf(stderr, "asan_poison: %p is not free after the shrink (got %p)\n", (void *)at, (void *)m);
+      return 2;
+    }
+    m[0] = 1; /* the other mapping's own memory */
+    munmap(m, mib);
+    vigil_free(small);
   } else {
     fprintf(stderr, "asan_poison: unknown case %s\n", what);
     return 2;
