@@ -23,7 +23,8 @@ bench-quick: bench-deps
 # The fuzz targets' executions per second (bench/fuzz_bench.py): the replay
 # driver over the seeds, libFuzzer+ASan for FUZZ_BENCH_SECONDS (60) each
 # from the seeds, and the floor of forks, threads and page faults on this
-# machine.
+# machine.  FUZZ_BENCH_KEEP=DIR keeps each libFuzzer run's working corpus
+# and logs in DIR/<target>, to find the inputs that cost most.
 FUZZ_BENCH_SECONDS ?= 60
 $(BUILD)/bench/fuzz_floor: bench/fuzz_floor.c
 	@mkdir -p $(@D)
@@ -32,6 +33,7 @@ $(BUILD)/bench/fuzz_floor: bench/fuzz_floor.c
 fuzz-bench:
 	@bash ci/deps.sh fuzz
 	+@$(MAKE) --no-print-directory fuzz-replay-build fuzz-build-libfuzzer $(BUILD)/bench/fuzz_floor $(BUILD)/vigil-ops
-	BUILD=$(BUILD) python3 bench/fuzz_bench.py --seconds $(FUZZ_BENCH_SECONDS) $(if $(RUNS),--runs $(RUNS)) $(FUZZ_TARGETS)
+	BUILD=$(BUILD) python3 bench/fuzz_bench.py --seconds $(FUZZ_BENCH_SECONDS) $(if $(RUNS),--runs $(RUNS)) \
+	  $(if $(FUZZ_BENCH_KEEP),--keep $(FUZZ_BENCH_KEEP)) $(FUZZ_TARGETS)
 
 .PHONY: bench bench-quick bench-deps fuzz-bench

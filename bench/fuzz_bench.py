@@ -22,7 +22,12 @@ Writes bench/results/fuzz.md (or --out) and prints it.  A benchmark, never a
 test: nothing here fails on a slow number.
 
   python3 bench/fuzz_bench.py [--runs N] [--seconds S] [--no-libfuzzer]
-                              [--out FILE] [TARGET...]
+                              [--out FILE] [--keep DIR] [TARGET...]
+
+--keep DIR keeps each libFuzzer run's work in DIR/<target>: its working
+corpus is DIR/<t>/libfuzzer/<t>/corpus, and the replay driver without -q
+gives each input's time, so that `build/fuzz/replay/<t> DIR/<t>/libfuzzer/
+<t>/corpus | sort -k5 -g | tail` names the inputs that cost most.
 """
 import argparse
 import datetime
@@ -142,12 +147,18 @@ def replay_rate(t, seeds, n_inputs, runs, inputs="the seeds"):
     return results[len(results) // 2]
 
 
-def libfuzzer(t, seconds, runs, fl):
+def libfuzzer(t, seconds, runs, fl, keep_in=None):
     """libFuzzer's execs/s, cov and result, and the replay driver's rate,
     its floor (floor_us) and the input count over the corpus it kept (None
-    where it found nothing)."""
-    work = tempfile.mkdtemp(prefix="vigil-fuzz-bench.")
-    keep = False
+    where it found nothing).  keep_in: a folder where the run's work (its
+    working corpus, logs, findings) is made and kept, as keep_in/<t>."""
+    if keep_in:
+        work = os.path.join(keep_in, t)
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+    else:
+        work = tempfile.mkdtemp(prefix="vigil-fuzz-bench.")
+    keep = bool(keep_in)
     try:
         env = dict(os.environ, BUILD=BUILD)
         r = subprocess.run(["bash", "fuzz/run.sh", "-e", "libfuzzer", "-s", str(seconds), "-w", work, t],
@@ -182,6 +193,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=60)
     ap.add_argument("--no-libfuzzer", action="store_true")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench/results/fuzz.md"))
+    ap.add_argument("--keep", metavar="DIR", help="make and keep each libFuzzer run's work in DIR/<target>")
     ap.add_argument("targets", nargs="*")
     a = ap.parse_args()
     if a.runs < 1 or a.seconds < 1:
@@ -210,7 +222,8 @@ def main():
         finally:
             shutil.rmtree(seeds, ignore_errors=True)
         eps, cov, res, wrate, wn, wfloor = (("-", "-", "not run", None, 0, None) if a.no_libfuzzer
-                                            else libfuzzer(t, a.seconds, a.runs, fl))
+                                            else libfuzzer(t, a.seconds, a.runs, fl,
+                                                           a.keep and os.path.abspath(a.keep)))
         rows.append((t, n, rate, eps, cov, res, forks, spawns, faults, fl_us, wrate, wn, wfloor))
         print(f"fuzz-bench: {t}: replay {rate:,.0f}/s over {n} seeds"
               f"{f', {wrate:,.0f}/s over {wn} inputs of the working corpus' if wrate else ''}; "

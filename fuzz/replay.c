@@ -299,6 +299,12 @@ static void run_one(const uint8_t *raw, size_t len, const char *what) {
   free(data);
 }
 
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static void run_file(const char *path) {
   size_t len;
   uint8_t *raw = ends_with(path, ".ops") ? assemble(path, &len) : read_binary(path, &len);
@@ -309,8 +315,10 @@ static void run_file(const char *path) {
     keep(path, raw, len);
     return;
   } else {
+    double t0 = now();
     run_one(raw, len, path);
-    if (!quiet) printf("ok %s (%zu bytes)\n", path, len);
+    /* The time of one run: `replay DIR | sort -k5 -g` lists the slowest last. */
+    if (!quiet) printf("ok %s (%zu bytes) %.3f ms\n", path, len, (now() - t0) * 1e3 / (double)repeat);
     fflush(stdout);
   }
   free(raw);
@@ -415,12 +423,6 @@ static size_t mutate_once(uint8_t *buf, size_t len, size_t cap) {
   return len;
 }
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void prepare_crash_dir(void) {
   if (mkdir(crash_dir, 0777) != 0 && errno != EEXIST) die(crash_dir, strerror(errno));
   /* room for "/timeout-" and 16 hex digits */
@@ -515,6 +517,7 @@ static void usage(int status) {
          "              first, as input-<hash> (for a failure no signal handler sees)\n"
          "  -x MAXLEN   -M: the longest mutated input (default: the longest input, at least 4096)\n"
          "Folders are walked recursively in name order; *.ops files are the text form.\n"
+         "Without -q, each input's line ends in the time of one run: | sort -k5 -g puts the slowest last.\n"
          "With -M, a failing input is saved and named, and the process dies of its signal.\n");
   exit(0);
 }
