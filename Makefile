@@ -87,9 +87,10 @@ oss-fuzz-check:
 	@bash ci/oss-fuzz/check.sh -s $(OSS_FUZZ_SECONDS) $(OSS_FUZZ_CONFIGS)
 .PHONY: oss-fuzz-check
 
-# The git pre-commit hook (ci/pre-commit): build, corpus replay, and a short
-# libFuzzer run of the targets the staged change can affect.  Installed as a
-# one-line script that runs the tree's own ci/pre-commit, so it stays current.
+# The git pre-commit hook (ci/pre-commit): build, corpus replay, a short
+# libFuzzer run of the targets the staged change can affect, and a check that
+# every mutant patch still applies.  Installed as a one-line script that runs
+# the tree's own ci/pre-commit, so it stays current.
 install-hooks:
 	@hooks=$$(git rev-parse --git-path hooks) && mkdir -p "$$hooks" && \
 	 if [ -e "$$hooks/pre-commit" ] && ! grep -q 'ci/pre-commit' "$$hooks/pre-commit"; then \

@@ -7,7 +7,9 @@
 #      seed, VIGIL_FUZZ_RUNS) and passes;
 #   4. VIGIL_SKIP_FUZZ=1 says it skips fuzzing and what it would have fuzzed;
 #   5. a commit that plants fuzz/mutants/usable-minus-16.patch is blocked,
-#      with the reproducing command, and HEAD does not move.
+#      with the reproducing command, and HEAD does not move;
+#   6. a commit that changes a line a mutant's hunk holds is blocked by the
+#      mutant check, which names the patch.
 set -u -o pipefail
 ROOT=$(pwd)
 S=$(mktemp -d "${TMPDIR:-/tmp}/vigil-hook-test.XXXXXX")
@@ -83,4 +85,21 @@ grep -q "reproduce:" "$S/out" || fail "no reproducing command"
 grep -q "usable size" "$S/out" || fail "the oracle's finding is not shown"
 echo "ok the usable-minus-16 mutant is blocked:"
 grep -E "FAILED|reproduce:|usable size" "$S/out" | head -3 | sed 's/^/  | /'
+# 6. A change that breaks a mutant's patch is blocked, naming the patch
+# (realloc-always-moves removes the lines around this comment).
+git reset -q --hard # case 5's mutant out
+head=$(git rev-parse HEAD)
+grep -q 'fits, and wastes at most half' src/api.c || fail "src/api.c no longer has the line this case edits"
+sed -i 's|fits, and wastes at most half|fits and wastes at most half|' src/api.c
+git add src/api.c
+if VIGIL_SKIP_FUZZ=1 git commit -qm "api: a comment the mutant's hunk holds" >"$S/out" 2>&1; then
+  fail "a commit that breaks fuzz/mutants/realloc-always-moves.patch was not blocked"
+fi
+[ "$(git rev-parse HEAD)" = "$head" ] || fail "HEAD moved"
+grep -q "the mutant check FAILED; the commit is blocked" "$S/out" || fail "no 'blocked' message naming the mutant check"
+grep -q "no longer apply to the staged tree: realloc-always-moves.patch$" "$S/out" ||
+  fail "the message does not name realloc-always-moves.patch alone"
+git checkout -q HEAD -- src/api.c
+echo "ok a change that breaks a mutant's patch is blocked:"
+grep -E "FAILED|no longer apply" "$S/out" | head -2 | sed 's/^/  | /'
 echo "precommit_hook: all checks passed"
