@@ -323,19 +323,17 @@ void *vigil_realloc(void *p, size_t n) {
   if (n <= fit && (n > fit / 2 || fit <= 128)) {
     q = p; /* fits, and wastes at most half */
     if (canary) canary_set(p, n, pg->bsize);
-  } else if (pg == NULL) {
-    /* A shrink, which always succeeds, unmaps the address space past twice
-     * the new size (src/large.c), where another thread may map at once:
-     * the tail is described as gone before that, as a span's is. */
-    size_t len = VG_ANNOTATE ? align_up(n, vg_os_page_size()) : old;
-    if (len < old) vg_ann_resize(p, old, len, n), old = len;
-    q = vg_large_realloc(p, n); /* in place, or its pages move: no copy */
-  } else if (pg->kind == PK_SPAN) {
-    /* A shrink, which always succeeds, gives its tail pages to whichever
-     * thread asks next: they are described as gone before that. */
-    size_t len = align_up(n, VG_PAGE);
-    if (VG_ANNOTATE && len < old) vg_ann_resize(p, old, len, n), old = len;
-    q = vg_span_resize(pg, n); /* in place when the next pages are free */
+  } else if (pg == NULL || pg->kind == PK_SPAN) {
+    /* A shrink, which always succeeds, gives the tail away at once: a
+     * span's tail pages to whichever thread asks next, a mapped block's
+     * address space past twice its new size to the kernel (src/large.c),
+     * where another thread may map.  The tail is described as gone first. */
+    if (VG_ANNOTATE) {
+      size_t len = align_up(n, pg == NULL ? vg_os_page_size() : VG_PAGE);
+      if (len < old) vg_ann_resize(p, old, len, n), old = len;
+    }
+    q = pg == NULL ? vg_large_realloc(p, n)   /* in place, or its pages move: no copy */
+                   : vg_span_resize(pg, n);   /* in place when the next pages are free */
   }
   if (VG_ANNOTATE && q == p) vg_ann_resize(p, old, ann_size(p, n), n);
   else if (VG_ANNOTATE && q != NULL) vg_ann_moved(p, q, old, ann_size(q, n), n);
