@@ -10,13 +10,30 @@ void model_init(struct model *m) {
   memset(m->slot, 0, sizeof m->slot);
   memset(m->mailbox, 0, sizeof m->mailbox);
   memset(&m->pages, 0, sizeof m->pages);
+  m->live[0] = m->live[1] = 0;
   pthread_mutex_init(&m->lock, NULL);
 }
 
-static int overlaps(const struct mblock *a, const struct mblock *b) {
-  uintptr_t a0 = (uintptr_t)a->p, a1 = a0 + (a->usable ? a->usable : 1);
-  uintptr_t b0 = (uintptr_t)b->p, b1 = b0 + (b->usable ? b->usable : 1);
-  return a0 < b1 && b0 < a1;
+/* A block's bytes [lo, hi): a zero-sized one still has an address. */
+static void extent(const struct mblock *b, uintptr_t *lo, uintptr_t *hi) {
+  *lo = (uintptr_t)b->p;
+  *hi = *lo + (b->usable ? b->usable : 1);
+}
+
+_Static_assert(PROG_SLOTS <= 64 && PROG_MAILBOXES <= 64, "a word of live bits per table");
+
+/* The table (0: slot, 1: mailbox) and index of an entry. */
+static unsigned table_of(const struct model *m, const struct mblock *e, unsigned *i) {
+  uintptr_t a = (uintptr_t)e, s0 = (uintptr_t)m->slot;
+  int in_slots = a >= s0 && a < s0 + sizeof m->slot;
+  *i = (unsigned)((a - (in_slots ? s0 : (uintptr_t)m->mailbox)) / sizeof *e);
+  return !in_slots;
+}
+
+static void mark(struct model *m, const struct mblock *e, int live) {
+  unsigned i, t = table_of(m, e, &i);
+  if (live) m->live[t] |= (uint64_t)1 << i;
+  else m->live[t] &= ~((uint64_t)1 << i);
 }
 
 const char *model_add(struct model *m, struct mblock *where, const struct mblock *b) {
@@ -32,19 +49,27 @@ const char *model_add(struct model *m, struct mblock *where, const struct mblock
   }
   pthread_mutex_lock(&m->lock);
   const char *bad = NULL;
-  for (int pass = 0; pass < 2 && !bad; pass++) {
-    struct mblock *t = pass ? m->mailbox : m->slot;
-    int n = pass ? PROG_MAILBOXES : PROG_SLOTS;
-    for (int i = 0; i < n && !bad; i++)
-      if (t[i].p && &t[i] != where && overlaps(&t[i], b)) {
-        snprintf(why, sizeof why, "overlaps the live block %p (+%zu) of %s %d", (void *)t[i].p, t[i].usable,
+  unsigned wi, wt = table_of(m, where, &wi);
+  uintptr_t b0, b1;
+  extent(b, &b0, &b1);
+  for (unsigned pass = 0; pass < 2 && !bad; pass++) {
+    const struct mblock *t = pass ? m->mailbox : m->slot;
+    uint64_t bits = m->live[pass] & ~(pass == wt ? (uint64_t)1 << wi : 0);
+    for (; bits && !bad; bits &= bits - 1) {
+      unsigned i = (unsigned)__builtin_ctzll(bits);
+      uintptr_t a0, a1;
+      extent(&t[i], &a0, &a1);
+      if (t[i].p && a0 < b1 && b0 < a1) {
+        snprintf(why, sizeof why, "overlaps the live block %p (+%zu) of %s %u", (void *)t[i].p, t[i].usable,
                  pass ? "mailbox" : "slot", i);
         bad = why;
       }
+    }
   }
   if (!bad) {
     if (where->p) cost_pages_account(&m->pages, where, -1);
     *where = *b;
+    mark(m, where, 1);
     cost_pages_account(&m->pages, b, 1);
   }
   pthread_mutex_unlock(&m->lock);
@@ -55,9 +80,17 @@ struct mblock model_take(struct model *m, struct mblock *where) {
   pthread_mutex_lock(&m->lock);
   struct mblock b = *where;
   memset(where, 0, sizeof *where);
+  mark(m, where, 0);
   if (b.p) cost_pages_account(&m->pages, &b, -1);
   pthread_mutex_unlock(&m->lock);
   return b;
+}
+
+void model_move_locked(struct model *m, struct mblock *to, struct mblock *from) {
+  *to = *from;
+  from->p = NULL;
+  mark(m, to, 1);
+  mark(m, from, 0);
 }
 
 /* The index of the first byte of p[0, n) that is not `want`, or n.  All n

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cost.h"
 #include "program.h"
@@ -32,16 +33,25 @@ struct mblock {
 struct model {
   struct mblock slot[PROG_SLOTS];
   struct mblock mailbox[PROG_MAILBOXES];
+  /* Which entries may be live, a bit each (live[0]: slot, live[1]:
+   * mailbox): set whenever an entry's p is, so that the overlap check
+   * visits only those.  A set bit over an empty entry is harmless (a
+   * corruption case empties an entry by hand, fuzz/corrupt.c). */
+  uint64_t live[2];
   pthread_mutex_t lock; /* guards the table: threads check overlap against all of it */
   struct cost_pages pages; /* what the live blocks need, under the lock (cost.h) */
 };
 
 void model_init(struct model *m);
-/* Checks a block an allocator just returned and records it in *where.
+/* Checks a block an allocator just returned and records it in *where (an
+ * entry of m's slot or mailbox table), replacing what was there.
  * Returns NULL when all is well, else a description of the violation. */
 const char *model_add(struct model *m, struct mblock *where, const struct mblock *b);
 /* Takes the block out of *where (which becomes empty) and returns it. */
 struct mblock model_take(struct model *m, struct mblock *where);
+/* Moves the block in *from to the empty *to (a pass or recv: the same
+ * block, still live).  The caller holds m->lock. */
+void model_move_locked(struct model *m, struct mblock *to, struct mblock *from);
 /* Verifies the known contents; NULL when they hold. */
 const char *model_verify(const struct mblock *b);
 /* Writes `byte` over the block (up to MODEL_CHECK_MAX) and records it. */

@@ -462,8 +462,7 @@ static void exec_pass(struct run *r, unsigned t, size_t i, const struct op *o) {
   pthread_mutex_lock(&r->m.lock);
   struct mblock *from = &r->m.slot[s], *to = &r->m.mailbox[o->mailbox];
   if (from->p && !to->p) {
-    *to = *from;
-    from->p = NULL;
+    model_move_locked(&r->m, to, from);
     if (r->glibc) {
       r->gmail[o->mailbox] = r->gslot[s];
       r->gslot[s] = NULL;
@@ -484,8 +483,7 @@ static void exec_recv(struct run *r, unsigned t, size_t i, const struct op *o, i
   if (may_wait && pass != NO_PASS)
     while (!r->pass_done[pass]) pthread_cond_wait(&r->mail_cond, &r->m.lock);
   if (box->p) {
-    r->m.slot[s] = *box;
-    box->p = NULL;
+    model_move_locked(&r->m, &r->m.slot[s], box);
     if (r->glibc) {
       r->gslot[s] = r->gmail[o->mailbox];
       r->gmail[o->mailbox] = NULL;

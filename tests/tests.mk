@@ -18,6 +18,11 @@ TEST_HELPERS := $(BUILD)/tests/tunables_table $(BUILD)/tests/cost_warm
 $(BUILD)/tests/unit_%: tests/unit_%.c tests/testlib.h $(BUILD)/libvigil_prefixed.a
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -DVIGIL_PREFIX -o $@ $< $(BUILD)/libvigil_prefixed.a
+# The reference model's own test links the model itself (diff/).
+$(BUILD)/tests/unit_model: tests/unit_model.c tests/testlib.h diff/model.c diff/cost.c $(wildcard diff/*.h) \
+    fuzz/program.h $(BUILD)/libvigil_prefixed.a
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -Ifuzz -Idiff -DVIGIL_PREFIX -o $@ $< diff/model.c diff/cost.c $(BUILD)/libvigil_prefixed.a
 $(BUILD)/tests/api_%: tests/api_%.c tests/testlib.h $(BUILD)/libvigil_prefixed.a
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -DVIGIL_PREFIX -o $@ $< $(BUILD)/libvigil_prefixed.a
