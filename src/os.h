@@ -1,6 +1,6 @@
 /* The OS seam: the only interface through which vigil reaches the kernel.
  * os_linux.c is the only file that calls mmap, munmap, madvise, mprotect,
- * mremap, futex, sched_yield, getrandom or reads /proc and /sys.  Contract for every function:
+ * mremap, mincore, futex, sched_yield, getrandom or reads /proc and /sys.  Contract for every function:
  *   - it never allocates and takes no allocator lock;
  *   - functions used on free paths (unmap, decommit) preserve errno;
  *   - failures return NULL / -1 and leave errno as the kernel set it. */
@@ -35,6 +35,12 @@ int vg_os_zero(void *p, size_t len);
 /* MADV_DONTNEED with nothing else: no counter, no annotation.  For ranges
  * that are not vigil's heap (annotate.h: a sanitizer's shadow). */
 void vg_os_discard(void *p, size_t len);
+/* mincore: vec[i] bit 0 says whether the i-th page of [p, p+len) is
+ * resident.  vec holds at least len / 4096 + 1 bytes (a page is never
+ * smaller; under qemu-user the kernel's pages may be smaller than the
+ * guest's, and it fills one byte per page of its own).  No counter, no
+ * annotation, errno kept; -1 on failure.  For a sanitizer's shadow. */
+int vg_os_resident(const void *p, size_t len, unsigned char *vec);
 /* mremap to `dest` (MREMAP_MAYMOVE | MREMAP_FIXED), which the caller has
  * reserved.  Never a bare MREMAP_MAYMOVE: under qemu-user -R (reserved_va)
  * one that fails still unmaps the old range (qemu-targets/README.md). */

@@ -137,6 +137,13 @@ void vg_os_discard(void *p, size_t len) {
   errno = saved;
 }
 
+int vg_os_resident(const void *p, size_t len, unsigned char *vec) {
+  int saved = errno;
+  int r = mincore((void *)p, len, vec);
+  errno = saved;
+  return r;
+}
+
 void *vg_os_remap(void *old, size_t oldlen, size_t newlen, void *dest) {
   COUNT(remap);
   if (INJECTED(VG_FAIL_REMAP)) {

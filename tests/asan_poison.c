@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "annotate.h"
 #include "vigil.h"
 
 static volatile unsigned char sink;
@@ -71,6 +72,42 @@ int main(int argc, char **argv) {
     m[0] = 1; /* the other mapping's own memory */
     munmap(m, mib);
     vigil_free(small);
+  } else if (strcmp(what, "mapping-clear") == 0) {
+#ifdef VG_ASAN
+    /* A range vigil maps or unmaps comes out addressable however its
+     * shadow was left: here in 32 KiB strides (a 4 KiB shadow page each)
+     * poisoned, poisoned and made addressable again (resident, zero), and
+     * not resident (src/annotate.h, vg_asan_clear_mapping, which writes
+     * only the resident pages that hold poison).  The range's ends are not
+     * on shadow pages, and what lies outside it keeps its poison. */
+    size_t mib = (size_t)1 << 20, stride = 32768;
+    unsigned char *map = mmap(NULL, 10 * mib + stride, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED) return 2;
+    unsigned char *m = (unsigned char *)(((uintptr_t)map + stride - 1) & ~(uintptr_t)(stride - 1));
+    size_t scale, offset;
+    __asan_get_shadow_mapping(&scale, &offset);
+    for (size_t off = 0; off + 3 * stride <= 10 * mib; off += 3 * stride) {
+      ASAN_POISON_MEMORY_REGION(m + off, 2 * stride);
+      ASAN_UNPOISON_MEMORY_REGION(m + off + stride, stride);
+      /* The third not resident (with transparent huge pages the writes
+       * above may have made all of it resident). */
+      uintptr_t third = (((uintptr_t)m + off + 2 * stride) >> scale) + offset;
+      madvise((void *)third, stride >> scale, MADV_DONTNEED);
+    }
+    /* From 4 KiB into one poisoned stride (the 28th) to 4 KiB before the
+     * end of another (the 286th). */
+    unsigned char *r = m + 27 * stride + 4096, *end = m + 285 * stride + stride - 4096;
+    size_t len = (size_t)(end - r);
+    if (__asan_region_is_poisoned(r, 4096) != r || !__asan_address_is_poisoned(end - 1)) return 2;
+    vg_ann_mapped(r, len);
+    memset(r, 7, len); /* stops at the first byte still poisoned */
+    if (!__asan_address_is_poisoned(r - 1) || !__asan_address_is_poisoned(end)) {
+      fprintf(stderr, "asan_poison: the poison outside the range is gone\n");
+      return 3;
+    }
+    ASAN_UNPOISON_MEMORY_REGION(m, 10 * mib);
+    munmap(map, 10 * mib + stride);
+#endif
   } else {
     fprintf(stderr, "asan_poison: unknown case %s\n", what);
     return 2;
