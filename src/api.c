@@ -89,14 +89,16 @@ static inline size_t ann_size(void *p, size_t n) {
 static void note_alloc(void *p, size_t n, bool zeroed) {
   if (p != NULL) vg_ann_alloc(p, n, ann_size(p, n), zeroed);
 }
-static void note_free(void *p) {
+/* pg: p's page, NULL for a large block (vg_ann_free says why it is not
+ * poisoned here). */
+static void note_free(void *p, const struct page *pg) {
   enum violation why;
   size_t n = block_size(p, &why);
-  if (n != VG_NOT_LIVE) vg_ann_free(p, n); /* else the free itself reports it */
+  if (n != VG_NOT_LIVE) vg_ann_free(p, n, pg != NULL); /* else the free itself reports it */
 }
 #else
 static ALWAYS_INLINE void note_alloc(void *p, size_t n, bool zeroed) { (void)p, (void)n, (void)zeroed; }
-static ALWAYS_INLINE void note_free(void *p) { (void)p; }
+static ALWAYS_INLINE void note_free(void *p, const struct page *pg) { (void)p, (void)pg; }
 #endif
 
 static void *alloc_any(size_t n, size_t align, bool zero) {
@@ -261,7 +263,7 @@ static NOINLINE void free_leave(void *p, struct page *pg) {
       vg_ann_open(p, n);
       memset(p, (int)perturb_byte(), n);
     }
-    note_free(p);
+    note_free(p, pg);
     if (unlikely(harden_level())) free_hardened(p, pg);
     else if (likely(pg != NULL && pg->kind == PK_SMALL)) small_free(pg, p, V_INVALID_POINTER);
     else free_slow(p, pg);
@@ -274,7 +276,7 @@ void vigil_free(void *p) {
   struct page *pg = page_of(p); /* NULL for NULL */
   struct heap *h = vg_tl_heap;
   if (likely(pg != NULL && pg->kind == PK_SMALL && h != NULL && fast_level())) {
-    note_free(p);
+    note_free(p, pg);
     uint32_t idx = slot_index(pg, p);
     if (unlikely(idx == UINT32_MAX)) vg_fatal(V_INVALID_POINTER, p);
     unsigned cls = pg->cls, n = h->tc_n[cls], cap = h->tc_cap[cls];

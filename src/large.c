@@ -328,6 +328,7 @@ bool vg_large_free(void *p) {
       cache_bytes -= cache[0].ulen;
       memmove(&cache[0], &cache[1], --ncache * sizeof cache[0]);
     }
+    vg_ann_cached((void *)e.user, e.ulen);
     cache[ncache++] = e;
     cache_bytes += e.ulen;
     cache_changed();

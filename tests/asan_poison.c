@@ -32,6 +32,14 @@ int main(int argc, char **argv) {
     vigil_free(s);
     sink = s[50000];
     s = vigil_malloc(100000);
+  } else if (strcmp(what, "large-use-after-free") == 0) {
+    /* A freed mapped block stays mapped in vigil's cache (src/large.c):
+     * poisoned when it goes in, since a read of it does not fault. */
+    unsigned char *big = vigil_malloc((size_t)2 << 20);
+    if (big == NULL) return 2;
+    memset(big, 1, (size_t)2 << 20);
+    vigil_free(big);
+    sink = big[1 << 20];
   } else if (strcmp(what, "uninit") == 0) {
     vigil_free(p);
     p = vigil_malloc(24); /* the same slot, its old bytes still in it */

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The sanitizers see inside vigil's heap.  In the prefixed build compiled
 # with ASan (as the libFuzzer targets and `make triage`'s ASan row build it),
-# vigil poisons free slots, freed spans and the tails of blocks; compiled
+# vigil poisons free slots, freed spans, freed mapped blocks that its cache
+# keeps and the tails of blocks; compiled
 # with MSan (OSS-Fuzz's memory sanitizer), it marks each new block
 # uninitialised, and calloc's zeroed (src/annotate.h).
 # tests/asan_poison.c makes one error per case; each must stop with the
@@ -40,6 +41,7 @@ line_of() { grep -n "$1" tests/asan_poison.c | head -n1 | cut -d: -f1; }
 for c in 'address|use-after-free|AddressSanitizer: use-after-poison|sink = p\[8\]|is 8 bytes inside the freed 24-byte block|vigil_free(p);|unsigned char \*p = vigil_malloc(24)' \
   'address|overflow|AddressSanitizer: use-after-poison|p\[24\] = 7|is 0 bytes after the live 24-byte block|-|unsigned char \*p = vigil_malloc(24)' \
   'address|span-use-after-free|AddressSanitizer: use-after-poison|sink = s\[50000\]|is 50000 bytes inside the freed 100000-byte block|vigil_free(s);|unsigned char \*p = vigil_malloc(24)' \
+  'address|large-use-after-free|AddressSanitizer: use-after-poison|sink = big\[1 << 20\]|is 1048576 bytes inside the freed 2097152-byte block|vigil_free(big);|unsigned char \*big = vigil_malloc((size_t)2 << 20)' \
   'memory|uninit|MemorySanitizer: use-of-uninitialized-value|if (p\[20\] == 1)|||'; do
   IFS='|' read -r san name report stmt desc freed_at alloc_at <<<"$c"
   line=$(line_of "$stmt")
