@@ -13,7 +13,8 @@
 # address is in or just after, with the stacks of its allocation and free
 # (src/history.c): ASan keeps those only for its own allocator's blocks.  The clean case, every path of a block's life, must run clean
 # under both; so must large-shrink (an address vigil gave back is clean for
-# the next owner) and, under ASan, mapping-clear (a range vigil maps comes
+# the next owner), large-reuse (a freed mapped block handed out again is
+# addressable past the part a free poisons) and, under ASan, mapping-clear (a range vigil maps comes
 # out addressable whatever shadow was left there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -77,7 +78,7 @@ for c in 'address|use-after-free|AddressSanitizer: use-after-poison|sink = p\[8\
   echo "ok $san $name: ${report#*: } at asan_poison.c:$line$history; unseen without vigil's annotations"
 done
 for san in address memory; do
-  names="clean large-shrink"
+  names="clean large-shrink large-reuse"
   [ $san = address ] && names="$names mapping-clear"
   for name in $names; do
     rc=0
