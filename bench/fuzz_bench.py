@@ -203,6 +203,12 @@ def main():
     for t in targets:
         if t not in known:
             die(f"unknown target {t} (known: {' '.join(known)})")
+    need = ["bench/fuzz_floor", "vigil-ops"] + [f"fuzz/replay/{t}" for t in targets]
+    if not a.no_libfuzzer:
+        need += [f"fuzz/libfuzzer/{t}" for t in targets]
+    missing = [x for x in need if not os.access(os.path.join(B, x), os.X_OK)]
+    if missing:
+        die(f"not built in {B}: {' '.join(missing)} (make fuzz-bench builds them first)")
 
     fl = floor()
     rows = []
