@@ -10,14 +10,19 @@ For each target (FUZZ_TARGETS):
   - the working corpus: the replay driver, as above, over the corpus that
     libFuzzer run kept (the seeds that add coverage and what it found):
     what a fuzzer's inputs cost, rather than the seeds' hand-made ones;
-  - the floor: what the inputs' forks, threads and page faults cost at the
-    least on this machine (bench/fuzz_floor.c: a fork the parent waits
-    for, a thread it joins, a fault on a fresh page), per input on average
-    (corrupt's own fork per input included), threads and faults shared
-    among the cores where the program has threads.  The faults are the
-    ones the replay driver took (getrusage of its process and children,
-    less its start): memory the program touched that was not mapped in
-    yet, which its fills and callocs write and the kernel zeroes first.
+  - the floor: what the inputs' forks, threads, page faults and fills and
+    checks cost at the least on this machine (bench/fuzz_floor.c: a fork
+    the parent waits for, a thread it joins, a fault on a fresh page, a KiB
+    memset and compared in memory already mapped), per input on average
+    (corrupt's own fork per input included), threads, faults and memory
+    work shared among the cores where the program has threads.  The faults
+    are the ones the replay driver took (getrusage of its process and
+    children, less its start): memory the program touched that was not
+    mapped in yet, which its fills and callocs write and the kernel zeroes
+    first.  The bytes are the ones the oracle's fills wrote and its checks
+    compared in the replay process (replay -b);
+  - the harness: the replay driver on one empty input, repeated: what the
+    target costs an input without a program.
 Writes bench/results/fuzz.md (or --out) and prints it.  A benchmark, never a
 test: nothing here fails on a slow number.
 
@@ -91,16 +96,30 @@ def text_of_binaries(t, folder):
     return r.stdout.splitlines(), len(files)
 
 
-def floor_us(t, fl, lines, n_inputs, faults):
+def floor_us(t, fl, lines, n_inputs, faults, kib):
     """The floor of an input on average, and its forks and threads.  A
-    fork's wait is the program's alone; threads and faults can spread over
-    the machine's cores where the program has threads (the spawned ones run
-    beside main), so that part is shared out among them."""
+    fork's wait is the program's alone; threads, faults and the fills' and
+    checks' memory work (kib: KiB filled and checked an input, model_bytes)
+    can spread over the machine's cores where the program has threads (the
+    spawned ones run beside main), so that part is shared out among them."""
     forks = (count_ops(lines, n_inputs, "fork") if t in FORKS else 0.0) + (t == "corrupt")
     spawns = count_ops(lines, n_inputs, "spawn") if t in SPAWNS else 0.0
     cores = min(os.cpu_count() or 1, 1 + spawns)
-    us = forks * fl["fork_wait_us"] + (spawns * fl["thread_us"] + faults * fl["fault_ns"] / 1000) / cores
+    memory_ns = kib[0] * fl["fill_ns_kib"] + kib[1] * fl["check_ns_kib"]
+    us = forks * fl["fork_wait_us"] + (spawns * fl["thread_us"] + (faults * fl["fault_ns"] + memory_ns) / 1000) / cores
     return us, forks, spawns
+
+
+def model_bytes(t, folder, n_inputs):
+    """KiB the programs' fills wrote and their checks compared, an input on
+    average (replay -b, one pass, untimed).  Only the replay process's own:
+    the fork target's children and corrupt's cases count theirs apart, so
+    there the floor is lower than the work."""
+    r = subprocess.run([os.path.join(B, "fuzz/replay", t), "-q", "-b", folder], capture_output=True, text=True)
+    m = re.search(r"model bytes: filled=(\d+) checked=(\d+)", r.stdout)
+    if r.returncode != 0 or not m:
+        raise RuntimeError(f"{t}: the replay driver -b failed on {folder}:\n{r.stdout}{r.stderr}")
+    return int(m.group(1)) / 1024 / n_inputs, int(m.group(2)) / 1024 / n_inputs
 
 
 def floor():
@@ -147,6 +166,36 @@ def replay_rate(t, seeds, n_inputs, runs, inputs="the seeds"):
     return results[len(results) // 2]
 
 
+def harness_us(t, runs):
+    """The target's own cost per input, without a program: the replay driver
+    run on one empty input (-n), per input, the median of `runs` runs.  What
+    an input costs beyond it is its program's work: its ops, the forks,
+    threads and faults they make, the oracle's comparisons."""
+    exe = os.path.join(B, "fuzz/replay", t)
+    d = tempfile.mkdtemp(prefix="vigil-fuzz-bench-harness.")
+    try:
+        path = os.path.join(d, "empty")
+        open(path, "wb").close()
+
+        def once(reps):
+            t0 = time.monotonic()
+            r = subprocess.run([exe, "-q", "-n", str(reps), path], capture_output=True, text=True)
+            if r.returncode != 0:
+                raise RuntimeError(f"{t}: the replay driver failed on an empty input:\n{r.stdout}{r.stderr}")
+            return time.monotonic() - t0
+
+        start = min(once(1) for _ in range(3))  # the driver's own start, and one input
+        reps = 1000
+        dt = once(reps)
+        while dt < 0.5 and reps < 10**7:
+            reps = max(reps * 2, int(reps * 0.6 / max(dt, 1e-3)))
+            dt = once(reps)
+        times = sorted(max(once(reps) - start, 0) for _ in range(runs))
+        return times[len(times) // 2] * 1e6 / reps
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def libfuzzer(t, seconds, runs, fl, keep_in=None):
     """libFuzzer's execs/s, cov and result, and the replay driver's rate,
     its floor (floor_us) and the input count over the corpus it kept (None
@@ -177,7 +226,8 @@ def libfuzzer(t, seconds, runs, fl, keep_in=None):
                     if n and f[8] == "ok":
                         rate, faults = replay_rate(t, kept, n, runs, "libFuzzer's working corpus")
                         lines, n_text = text_of_binaries(t, kept)
-                        wfloor = floor_us(t, fl, lines, n_text, faults) + (faults,)
+                        kib = model_bytes(t, kept, n)
+                        wfloor = floor_us(t, fl, lines, n_text, faults, kib) + (faults, sum(kib))
                 except RuntimeError as e:
                     print(f"fuzz-bench: {e}", file=sys.stderr)
                 return f[4], f[5], " ".join(f[8:]), rate, n, wfloor
@@ -222,15 +272,20 @@ def main():
             n = len(os.listdir(seeds))
             try:
                 rate, faults = replay_rate(t, seeds, n, a.runs)
+                kib = model_bytes(t, seeds, n)
             except RuntimeError as e:
                 die(str(e))
-            fl_us, forks, spawns = floor_us(t, fl, *text_of_binaries(t, seeds), faults)
+            fl_us, forks, spawns = floor_us(t, fl, *text_of_binaries(t, seeds), faults, kib)
+            try:
+                h_us = harness_us(t, a.runs)
+            except RuntimeError as e:
+                die(str(e))
         finally:
             shutil.rmtree(seeds, ignore_errors=True)
         eps, cov, res, wrate, wn, wfloor = (("-", "-", "not run", None, 0, None) if a.no_libfuzzer
                                             else libfuzzer(t, a.seconds, a.runs, fl,
                                                            a.keep and os.path.abspath(a.keep)))
-        rows.append((t, n, rate, eps, cov, res, forks, spawns, faults, fl_us, wrate, wn, wfloor))
+        rows.append((t, n, rate, eps, cov, res, forks, spawns, faults, sum(kib), fl_us, h_us, wrate, wn, wfloor))
         print(f"fuzz-bench: {t}: replay {rate:,.0f}/s over {n} seeds"
               f"{f', {wrate:,.0f}/s over {wn} inputs of the working corpus' if wrate else ''}; "
               f"libFuzzer+ASan {eps}/s, cov {cov} ({res})", file=sys.stderr)
@@ -244,24 +299,28 @@ def main():
         f"- vigil: {git.stdout.strip() or 'unknown'}",
         f"- floor on this machine (bench/fuzz_floor.c, medians of 301): a fork the parent waits for "
         f"{fl['fork_wait_us']:.0f} µs, a thread created and joined {fl['thread_us']:.0f} µs, "
-        f"a system call {fl['syscall_ns']:.0f} ns, a page fault on a fresh page {fl['fault_ns'] / 1000:.1f} µs",
+        f"a system call {fl['syscall_ns']:.0f} ns, a page fault on a fresh page {fl['fault_ns'] / 1000:.1f} µs, "
+        f"a fill {fl['fill_ns_kib']:.0f} ns and a check {fl['check_ns_kib']:.0f} ns a KiB of mapped memory",
         f"- replay: the replay driver (no sanitizer) over each target's seeds, median of {a.runs} runs; "
         f"libFuzzer + ASan: `fuzz/run.sh -e libfuzzer -s {a.seconds}` from the seeds alone; "
-        f"working corpus: the replay driver over the corpus that libFuzzer run kept, median of {a.runs} runs",
+        f"working corpus: the replay driver over the corpus that libFuzzer run kept, median of {a.runs} runs; "
+        f"harness: the replay driver on one empty input, repeated (-n), per input, median of {a.runs} runs: "
+        "the target's own cost, without a program (fork's includes its noise threads running beside it; "
+        "corrupt's empty input runs no case)",
         "",
-        "| target | seeds | replay execs/s (per input) | floor per input (forks, threads, page faults an input) | "
+        "| target | seeds | replay execs/s (per input) | floor per input (forks, threads, page faults, KiB filled and checked an input) | harness per input | "
         f"libFuzzer+ASan execs/s | cov after {a.seconds} s | working corpus: inputs, replay execs/s (per input) | "
-        "working corpus: floor per input (forks, threads, faults) | goal (replay / libFuzzer) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "working corpus: floor per input (forks, threads, faults, KiB) | goal (replay / libFuzzer) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
-    for t, n, rate, eps, cov, res, forks, spawns, faults, fl_us, wrate, wn, wfloor in rows:
+    for t, n, rate, eps, cov, res, forks, spawns, faults, kib, fl_us, h_us, wrate, wn, wfloor in rows:
         g = GOALS.get(t, (None, None))
         goal = " / ".join(f"{x:,}" if x else "-" for x in g)
         lf = eps if res == "ok" or eps == "-" else f"{eps} ({res})"
         work = f"{wn}, {wrate:,.0f} ({1e6 / wrate:,.0f} µs)" if wrate else "-"
-        wfl = f"{wfloor[0]:,.0f} µs ({wfloor[1]:.1f}, {wfloor[2]:.1f}, {wfloor[3]:,.0f})" if wfloor else "-"
+        wfl = f"{wfloor[0]:,.0f} µs ({wfloor[1]:.1f}, {wfloor[2]:.1f}, {wfloor[3]:,.0f}, {wfloor[4]:,.0f})" if wfloor else "-"
         lines.append(f"| {t} | {n} | {rate:,.0f} ({1e6 / rate:,.0f} µs) "
-                     f"| {fl_us:,.0f} µs ({forks:.1f}, {spawns:.1f}, {faults:,.0f}) "
+                     f"| {fl_us:,.0f} µs ({forks:.1f}, {spawns:.1f}, {faults:,.0f}, {kib:,.0f}) | {h_us:,.1f} µs "
                      f"| {lf} | {cov} | {work} | {wfl} | {goal} |")
     text = "\n".join(lines) + "\n"
     os.makedirs(os.path.dirname(a.out), exist_ok=True)

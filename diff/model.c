@@ -2,9 +2,18 @@
  * blocks and linear checks. */
 #include "model.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+
+/* Relaxed: they count, they order nothing. */
+static _Atomic uint64_t bytes_filled, bytes_checked;
+
+void model_bytes(uint64_t *filled, uint64_t *checked) {
+  *filled = atomic_load_explicit(&bytes_filled, memory_order_relaxed);
+  *checked = atomic_load_explicit(&bytes_checked, memory_order_relaxed);
+}
 
 void model_init(struct model *m) {
   memset(m->slot, 0, sizeof m->slot);
@@ -112,6 +121,7 @@ const char *model_verify(const struct mblock *b) {
   if (!b->p || b->content == C_UNKNOWN) return NULL;
   unsigned char want = b->content == C_ZERO ? 0 : b->fill;
   size_t n = b->valid < MODEL_CHECK_MAX ? b->valid : MODEL_CHECK_MAX;
+  atomic_fetch_add_explicit(&bytes_checked, n, memory_order_relaxed);
   size_t i = first_other(b->p, n, want);
   if (i == n) return NULL;
   snprintf(why, sizeof why, "byte %zu of %p is 0x%02x, want 0x%02x (%s)", i, (void *)b->p, b->p[i], want,
@@ -122,6 +132,7 @@ const char *model_verify(const struct mblock *b) {
 void model_fill(struct mblock *b, unsigned char byte) {
   size_t n = b->req < MODEL_CHECK_MAX ? b->req : MODEL_CHECK_MAX;
   memset(b->p, byte, n);
+  atomic_fetch_add_explicit(&bytes_filled, n, memory_order_relaxed);
   b->content = C_FILL;
   b->fill = byte;
   b->valid = n;

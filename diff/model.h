@@ -56,5 +56,9 @@ void model_move_locked(struct model *m, struct mblock *to, struct mblock *from);
 const char *model_verify(const struct mblock *b);
 /* Writes `byte` over the block (up to MODEL_CHECK_MAX) and records it. */
 void model_fill(struct mblock *b, unsigned char byte);
+/* The bytes model_fill has written and model_verify has compared in this
+ * process since it started: the programs' own memory work, which
+ * bench/fuzz_bench.py prices in an input's floor (replay -b prints them). */
+void model_bytes(uint64_t *filled, uint64_t *checked);
 
 #endif

@@ -31,6 +31,7 @@
  * otherwise fail with EOVERFLOW on large host file systems under QEMU). */
 #define _FILE_OFFSET_BITS 64
 
+#include "model.h"
 #include "program.h"
 
 #include <dirent.h>
@@ -52,6 +53,7 @@ __attribute__((weak)) int LLVMFuzzerInitialize(int *argc, char ***argv);
 #define MAX_DEPTH 32
 
 static int quiet;
+static int bytes_line; /* -b */
 static unsigned long repeat = 1;
 static const char *assemble_dir; /* -A */
 static unsigned long inputs;
@@ -499,7 +501,7 @@ static const char *argv0;
 /* The synopsis; with -h (status 0), every option too. */
 static void usage(int status) {
   fprintf(status ? stderr : stdout,
-          "usage: %s [-q] [-n N] FILE|DIR...   run inputs through the target\n"
+          "usage: %s [-q] [-n N] [-b] FILE|DIR...   run inputs through the target\n"
           "       %s -A OUTDIR FILE|DIR...     write each input's binary form to OUTDIR\n"
           "       %s -M SECONDS [-s SEED] [-o CRASHDIR] [-t TIMEOUT] [-r RUNS] [-x MAXLEN] [-q] FILE|DIR...\n"
           "                                    run random mutations of the inputs for SECONDS\n",
@@ -510,6 +512,8 @@ static void usage(int status) {
   }
   printf("  -q          no line per input (with -M: no status line every 10 s)\n"
          "  -n N        run each input N times (threads and fork targets)\n"
+         "  -b          at the end, the bytes the programs' fills wrote and their checks compared,\n"
+         "              in this process (a forked child's are its own): 'model bytes: filled=F checked=C'\n"
          "  -s SEED     -M: the mutations' seed (default: from the clock; printed)\n"
          "  -o CRASHDIR -M: where a failing input is saved, as crash-HASH or timeout-HASH (default .)\n"
          "  -t TIMEOUT  -M: seconds one input may run before it is a hang (default 30)\n"
@@ -535,9 +539,10 @@ static unsigned long long number(int opt, const char *arg, unsigned long long lo
 int main(int argc, char **argv) {
   int c, only_m = 0;
   argv0 = argv[0];
-  while ((c = getopt(argc, argv, "+qn:A:M:s:o:t:r:x:h")) != -1) {
+  while ((c = getopt(argc, argv, "+qbn:A:M:s:o:t:r:x:h")) != -1) {
     switch (c) {
       case 'q': quiet = 1; break;
+      case 'b': bytes_line = 1; break;
       case 'n': repeat = (unsigned long)number(c, optarg, 1, ULONG_MAX); break;
       case 'A': assemble_dir = optarg; break;
       case 'M': mutate = 1, mut_seconds = (unsigned long)number(c, optarg, 1, 100L * 24 * 3600); break;
@@ -558,8 +563,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: -%c goes with -M only\n", argv0, only_m);
     usage(2);
   }
-  if (mutate && (assemble_dir || repeat != 1)) {
-    fprintf(stderr, "%s: -M does not go with -A or -n\n", argv0);
+  if (mutate && (assemble_dir || repeat != 1 || bytes_line)) {
+    fprintf(stderr, "%s: -M does not go with -A, -n or -b\n", argv0);
     usage(2);
   }
   main_pid = getpid();
@@ -579,5 +584,10 @@ int main(int argc, char **argv) {
   if (assemble_dir) printf("assembled %lu inputs into %s\n", inputs, assemble_dir);
   else if (repeat > 1) printf("replayed %lu inputs (%lu times each)\n", inputs, repeat);
   else printf("replayed %lu inputs\n", inputs);
+  if (bytes_line && !assemble_dir) {
+    uint64_t filled, checked;
+    model_bytes(&filled, &checked);
+    printf("model bytes: filled=%llu checked=%llu\n", (unsigned long long)filled, (unsigned long long)checked);
+  }
   return 0;
 }
