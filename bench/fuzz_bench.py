@@ -155,14 +155,21 @@ def replay_rate(t, seeds, n_inputs, runs, inputs="the seeds"):
 
     def once(reps):
         dt, faults = run([exe, "-q"] + (["-n", str(reps), seeds] if per_run else [seeds] * reps))
-        return n_inputs * reps / dt, dt, max(faults - start, 0) / (n_inputs * reps)
+        return dt, (n_inputs * reps / dt, max(faults - start, 0) / (n_inputs * reps))
 
-    reps = 1
-    rate, dt, _ = once(reps)
-    while dt < 1.0 and reps < 100000:
-        reps = max(reps * 2, int(reps * 1.2 / max(dt, 1e-3)))
-        rate, dt, _ = once(reps)
-    results = sorted((rate, faults) for rate, _, faults in (once(reps) for _ in range(runs)))
+    return grown_median(once, runs, 1, 1.0, 100000)
+
+
+def grown_median(once, runs, reps, least, most):
+    """once(reps) runs something reps times and returns (seconds, result);
+    reps grows from `reps` until a run lasts `least` seconds (or reaches
+    `most`), and the median result of `runs` more runs at that count comes
+    back (results compare by their first item)."""
+    dt, _ = once(reps)
+    while dt < least and reps < most:
+        reps = max(reps * 2, int(reps * least * 1.2 / max(dt, 1e-3)))
+        dt, _ = once(reps)
+    results = sorted(once(reps)[1] for _ in range(runs))
     return results[len(results) // 2]
 
 
@@ -177,21 +184,20 @@ def harness_us(t, runs):
         path = os.path.join(d, "empty")
         open(path, "wb").close()
 
-        def once(reps):
+        def timed(reps):
             t0 = time.monotonic()
             r = subprocess.run([exe, "-q", "-n", str(reps), path], capture_output=True, text=True)
             if r.returncode != 0:
                 raise RuntimeError(f"{t}: the replay driver failed on an empty input:\n{r.stdout}{r.stderr}")
             return time.monotonic() - t0
 
-        start = min(once(1) for _ in range(3))  # the driver's own start, and one input
-        reps = 1000
-        dt = once(reps)
-        while dt < 0.5 and reps < 10**7:
-            reps = max(reps * 2, int(reps * 0.6 / max(dt, 1e-3)))
-            dt = once(reps)
-        times = sorted(max(once(reps) - start, 0) for _ in range(runs))
-        return times[len(times) // 2] * 1e6 / reps
+        start = min(timed(1) for _ in range(3))  # the driver's own start, and one input
+
+        def once(reps):
+            dt = timed(reps)
+            return dt, max(dt - start, 0) * 1e6 / reps
+
+        return grown_median(once, runs, 1000, 0.5, 10**7)
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
@@ -273,13 +279,10 @@ def main():
             try:
                 rate, faults = replay_rate(t, seeds, n, a.runs)
                 kib = model_bytes(t, seeds, n)
-            except RuntimeError as e:
-                die(str(e))
-            fl_us, forks, spawns = floor_us(t, fl, *text_of_binaries(t, seeds), faults, kib)
-            try:
                 h_us = harness_us(t, a.runs)
             except RuntimeError as e:
                 die(str(e))
+            fl_us, forks, spawns = floor_us(t, fl, *text_of_binaries(t, seeds), faults, kib)
         finally:
             shutil.rmtree(seeds, ignore_errors=True)
         eps, cov, res, wrate, wn, wfloor = (("-", "-", "not run", None, 0, None) if a.no_libfuzzer

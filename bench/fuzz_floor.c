@@ -4,8 +4,8 @@
  * of the munmap that gives the page back) cost, each the median of many;
  * and what the programs' fills and checks cost a KiB of memory that is
  * already mapped in: the oracle's memset, and its memcmp of a block against
- * itself a byte on (diff/model.c), over a block of MODEL_CHECK_MAX, the
- * most one fill writes.  Prints one line:
+ * itself a byte on (diff/model.c), over a block of 1 MiB, the most one fill
+ * writes (MODEL_CHECK_MAX in diff/model.h).  Prints one line:
  *   fork_wait_us=F thread_us=T syscall_ns=S fault_ns=P fill_ns_kib=W check_ns_kib=C */
 #define _GNU_SOURCE
 #include <pthread.h>

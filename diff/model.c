@@ -7,8 +7,13 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Relaxed: they count, they order nothing. */
+/* Counted only once model_count_bytes has been called (replay -b), before
+ * any program runs: the fuzzers' fills and checks take no shared atomic.
+ * Relaxed: they count, they order nothing. */
+static int counting;
 static _Atomic uint64_t bytes_filled, bytes_checked;
+
+void model_count_bytes(void) { counting = 1; }
 
 void model_bytes(uint64_t *filled, uint64_t *checked) {
   *filled = atomic_load_explicit(&bytes_filled, memory_order_relaxed);
@@ -121,7 +126,7 @@ const char *model_verify(const struct mblock *b) {
   if (!b->p || b->content == C_UNKNOWN) return NULL;
   unsigned char want = b->content == C_ZERO ? 0 : b->fill;
   size_t n = b->valid < MODEL_CHECK_MAX ? b->valid : MODEL_CHECK_MAX;
-  atomic_fetch_add_explicit(&bytes_checked, n, memory_order_relaxed);
+  if (counting) atomic_fetch_add_explicit(&bytes_checked, n, memory_order_relaxed);
   size_t i = first_other(b->p, n, want);
   if (i == n) return NULL;
   snprintf(why, sizeof why, "byte %zu of %p is 0x%02x, want 0x%02x (%s)", i, (void *)b->p, b->p[i], want,
@@ -132,7 +137,7 @@ const char *model_verify(const struct mblock *b) {
 void model_fill(struct mblock *b, unsigned char byte) {
   size_t n = b->req < MODEL_CHECK_MAX ? b->req : MODEL_CHECK_MAX;
   memset(b->p, byte, n);
-  atomic_fetch_add_explicit(&bytes_filled, n, memory_order_relaxed);
+  if (counting) atomic_fetch_add_explicit(&bytes_filled, n, memory_order_relaxed);
   b->content = C_FILL;
   b->fill = byte;
   b->valid = n;

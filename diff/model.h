@@ -57,8 +57,10 @@ const char *model_verify(const struct mblock *b);
 /* Writes `byte` over the block (up to MODEL_CHECK_MAX) and records it. */
 void model_fill(struct mblock *b, unsigned char byte);
 /* The bytes model_fill has written and model_verify has compared in this
- * process since it started: the programs' own memory work, which
- * bench/fuzz_bench.py prices in an input's floor (replay -b prints them). */
+ * process since model_count_bytes (called before any program runs; the
+ * fuzzers never call it, and count nothing): the programs' own memory
+ * work, which bench/fuzz_bench.py prices in an input's floor (replay -b). */
+void model_count_bytes(void);
 void model_bytes(uint64_t *filled, uint64_t *checked);
 
 #endif

@@ -567,6 +567,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: -M does not go with -A, -n or -b\n", argv0);
     usage(2);
   }
+  if (bytes_line) model_count_bytes();
   main_pid = getpid();
   if (mutate && !have_seed) mut_seed = (unsigned long long)time(NULL) * 1000003u ^ (unsigned long long)main_pid;
   if (!assemble_dir) {

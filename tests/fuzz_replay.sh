@@ -23,4 +23,15 @@ for t in "${targets[@]}"; do
   echo "ok $t: $count runs"
   total=$((total + count))
 done
+
+# replay -b, which make fuzz-bench prices in each target's floor, counts
+# exactly the bytes a program fills and the oracle checks: 100 filled,
+# then 100 compared by the check op and 100 by the free, three times over.
+prog=$(mktemp --suffix=.ops)
+trap 'rm -f "$prog"' EXIT
+printf 'malloc slot=0 size=100\nfill slot=0 byte=7\ncheck slot=0\nfree slot=0\n' >"$prog"
+out=$("$BUILD/fuzz/replay/api" -q -b -n 3 "$prog")
+echo "$out" | grep -qx 'model bytes: filled=300 checked=600' || {
+  echo "FAIL: replay -b counted wrong (want filled=300 checked=600):"; echo "$out"; exit 1; }
+echo "ok replay -b: filled=300 checked=600"
 echo "fuzz_replay: $total runs through the oracle, all consistent"
